@@ -1,0 +1,146 @@
+//! Errors as values with a location: every error copctl reports about user input names the file,
+//! the line and column, and says what was expected. Rendering is miette's; this module only builds
+//! the diagnostics.
+
+use std::sync::Arc;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+
+/// An error pointing into a source file (inventory, env.yaml, playbook, template).
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct LocatedError {
+    pub message: String,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    #[source_code]
+    source_code: NamedSource<Arc<String>>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    pub help: Option<String>,
+}
+
+/// The one error type of the library. `Located` carries a source snippet; `Plain` is for errors
+/// about a command-line argument (a `--limit` pattern, a missing file).
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum Error {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Located(Box<LocatedError>),
+    #[error("{message}")]
+    Plain {
+        message: String,
+        #[help]
+        help: Option<String>,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A source file kept in memory so that errors can quote it.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    pub text: Arc<String>,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Source { name: name.into(), text: Arc::new(text.into()) }
+    }
+
+    /// Byte offset of the start of 1-based `line`, column 1-based (in characters).
+    fn offset(&self, line: usize, column: usize) -> usize {
+        let mut off = 0;
+        for (i, l) in self.text.split_inclusive('\n').enumerate() {
+            if i + 1 == line {
+                let col: usize = l.chars().take(column.saturating_sub(1)).map(char::len_utf8).sum();
+                return off + col;
+            }
+            off += l.len();
+        }
+        self.text.len()
+    }
+
+    fn line_len(&self, line: usize) -> usize {
+        self.text
+            .lines()
+            .nth(line.saturating_sub(1))
+            .map(|l| l.trim_end().len())
+            .unwrap_or(0)
+    }
+
+    /// An error at `line:column`, underlining `len` bytes (0: the rest of the line).
+    pub fn error_at(
+        &self,
+        line: usize,
+        column: usize,
+        len: usize,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: Option<String>,
+    ) -> Error {
+        let column = column.max(1);
+        let offset = self.offset(line, column);
+        let len = if len == 0 { self.line_len(line).saturating_sub(column - 1).max(1) } else { len };
+        let len = len.min(self.text.len().saturating_sub(offset));
+        Error::Located(Box::new(LocatedError {
+            message: message.into(),
+            file: self.name.clone(),
+            line,
+            column,
+            source_code: NamedSource::new(self.name.clone(), self.text.clone()),
+            span: (offset, len).into(),
+            label: label.into(),
+            help,
+        }))
+    }
+}
+
+impl Error {
+    pub fn plain(message: impl Into<String>) -> Self {
+        Error::Plain { message: message.into(), help: None }
+    }
+
+    pub fn with_help(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Error::Plain { message: message.into(), help: Some(help.into()) }
+    }
+
+    /// The `file:line` this error points at, if any (tests and JSON output use it).
+    pub fn location(&self) -> Option<(String, usize)> {
+        match self {
+            Error::Located(e) => Some((e.file.clone(), e.line)),
+            Error::Plain { .. } => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::plain(e.to_string())
+    }
+}
+
+/// Reads a file for parsing, naming it in the error when it cannot be read.
+pub fn read_source(path: &std::path::Path) -> Result<Source> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::with_help(
+            format!("cannot read {}: {e}", path.display()),
+            "check the path, or pass another one with -i/--env",
+        )
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Source::new(path.display().to_string(), text)),
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            Err(Error::with_help(
+                format!("{}:{line}: the file is not valid UTF-8", path.display()),
+                "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
+            ))
+        }
+    }
+}

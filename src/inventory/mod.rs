@@ -1,0 +1,243 @@
+//! The inventory: hosts, groups, their relations and variables, loaded from an Ansible INI file.
+//! Ansible's own data model is followed closely (group depth and priority, `all`/`ungrouped`,
+//! host order) because `--limit` and variable precedence depend on it.
+
+mod address;
+mod ini;
+pub mod output;
+pub mod pattern;
+mod pyliteral;
+pub mod range;
+mod shlex;
+
+use indexmap::{IndexMap, IndexSet};
+use serde_json::Value;
+
+use crate::error::{Result, Source};
+
+pub use address::parse_address;
+pub use pyliteral::parse_value;
+
+pub type Vars = IndexMap<String, Value>;
+
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    /// Variables set on the host line(s), later lines overriding earlier ones.
+    pub vars: Vars,
+    /// Groups the host was listed in directly, in inventory order.
+    pub groups: Vec<String>,
+    /// Line of the host's first appearance.
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub name: String,
+    pub hosts: Vec<String>,
+    pub children: Vec<String>,
+    pub parents: Vec<String>,
+    pub vars: Vars,
+    /// Longest distance from `all`; deeper groups' variables win.
+    pub depth: usize,
+    /// `ansible_group_priority`: among groups of equal depth, higher priority wins.
+    pub priority: i64,
+    pub line: usize,
+}
+
+impl Group {
+    fn new(name: &str, line: usize) -> Self {
+        Group {
+            name: name.to_string(),
+            hosts: vec![],
+            children: vec![],
+            parents: vec![],
+            vars: Vars::new(),
+            depth: 0,
+            priority: 1,
+            line,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    pub source: Source,
+    pub hosts: IndexMap<String, Host>,
+    pub groups: IndexMap<String, Group>,
+}
+
+impl Inventory {
+    /// Parses an INI inventory.
+    pub fn parse(source: Source) -> Result<Inventory> {
+        ini::parse(source)
+    }
+
+    pub fn load(path: &std::path::Path) -> Result<Inventory> {
+        Inventory::parse(crate::error::read_source(path)?)
+    }
+
+    fn empty(source: Source) -> Self {
+        let mut inv = Inventory { source, hosts: IndexMap::new(), groups: IndexMap::new() };
+        inv.groups.insert("all".into(), Group::new("all", 0));
+        inv.groups.insert("ungrouped".into(), Group::new("ungrouped", 0));
+        inv.add_child("all", "ungrouped");
+        inv
+    }
+
+    fn add_child(&mut self, parent: &str, child: &str) {
+        let p = self.groups.get_mut(parent).expect("parent group exists");
+        if !p.children.iter().any(|c| c == child) {
+            p.children.push(child.to_string());
+        }
+        let c = self.groups.get_mut(child).expect("child group exists");
+        if !c.parents.iter().any(|x| x == parent) {
+            c.parents.push(parent.to_string());
+        }
+    }
+
+    /// Ansible's `reconcile_inventory` plus depth: parentless groups go under `all`, hosts in
+    /// no group go to `ungrouped`, and hosts also in a real group leave `ungrouped`.
+    fn reconcile(&mut self) {
+        let names: Vec<String> = self.groups.keys().cloned().collect();
+        for g in &names {
+            if g != "all" && self.groups[g].parents.is_empty() {
+                self.add_child("all", g);
+            }
+        }
+        let host_names: Vec<String> = self.hosts.keys().cloned().collect();
+        for h in &host_names {
+            let groups = self.hosts[h].groups.clone();
+            if groups.iter().any(|g| g == "ungrouped") {
+                if groups.iter().any(|g| g != "ungrouped" && g != "all") {
+                    self.groups["ungrouped"].hosts.retain(|x| x != h);
+                    self.hosts[h].groups.retain(|g| g != "ungrouped");
+                }
+            } else if groups.is_empty() {
+                self.groups["ungrouped"].hosts.push(h.clone());
+                self.hosts[h].groups.push("ungrouped".into());
+            }
+        }
+        // Depth: longest path from `all` (the graph is acyclic; the parser refuses loops).
+        let mut depth: IndexMap<String, usize> = IndexMap::new();
+        fn depth_of(inv: &Inventory, g: &str, memo: &mut IndexMap<String, usize>) -> usize {
+            if let Some(d) = memo.get(g) {
+                return *d;
+            }
+            let d = inv.groups[g].parents.iter().map(|p| depth_of(inv, p, memo) + 1).max().unwrap_or(0);
+            memo.insert(g.to_string(), d);
+            d
+        }
+        for g in &names {
+            let d = depth_of(self, g, &mut depth);
+            self.groups[g].depth = d;
+        }
+    }
+
+    /// All groups above `group`, itself excluded.
+    pub fn ancestors(&self, group: &str) -> IndexSet<String> {
+        let mut out = IndexSet::new();
+        let mut todo: Vec<&str> = vec![group];
+        while let Some(g) = todo.pop() {
+            for p in &self.groups[g].parents {
+                if out.insert(p.clone()) {
+                    todo.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every group the host belongs to, directly or through children, `all` included.
+    pub fn host_groups(&self, host: &str) -> IndexSet<String> {
+        let mut out = IndexSet::new();
+        for g in &self.hosts[host].groups {
+            out.insert(g.clone());
+            out.extend(self.ancestors(g));
+        }
+        out.insert("all".into());
+        out
+    }
+
+    /// `group_names`: the host's groups without `all`, sorted, as in
+    /// Ansible.
+    pub fn group_names(&self, host: &str) -> Vec<String> {
+        let mut v: Vec<String> =
+            self.host_groups(host).into_iter().filter(|g| g != "all").collect();
+        v.sort();
+        v
+    }
+
+    /// The host's inventory variables: `all` < groups by (depth, priority, name) < host.
+    pub fn host_vars(&self, host: &str) -> Vars {
+        let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
+        groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
+        let mut out = Vars::new();
+        for g in groups {
+            for (k, v) in &g.vars {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        for (k, v) in &self.hosts[host].vars {
+            out.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    /// The group and the groups below it in Ansible's order (`get_descendants` with ordering
+    /// preserved): itself, its children, then each further level as discovered.
+    pub fn descendants(&self, group: &str) -> Vec<String> {
+        let mut ordered: Vec<String> = vec![group.to_string()];
+        ordered.extend(self.groups[group].children.iter().cloned());
+        let mut seen: IndexSet<String> = IndexSet::new();
+        let mut level: IndexSet<String> = ordered.iter().cloned().collect();
+        while !level.is_empty() {
+            seen.extend(level.iter().cloned());
+            let mut next = IndexSet::new();
+            for g in &level {
+                for c in &self.groups[g].children {
+                    next.insert(c.clone());
+                    if !seen.contains(c) && !ordered.contains(c) {
+                        ordered.push(c.clone());
+                    }
+                }
+            }
+            next.retain(|g| !seen.contains(g));
+            level = next;
+        }
+        ordered
+    }
+
+    /// The hosts of a group and of all groups below it, in Ansible's order.
+    pub fn group_hosts(&self, group: &str) -> Vec<String> {
+        let mut seen = IndexSet::new();
+        for g in self.descendants(group) {
+            for h in &self.groups[&g].hosts {
+                seen.insert(h.clone());
+            }
+        }
+        seen.into_iter().collect()
+    }
+
+    /// Names close to `name`, for "did you mean" hints.
+    pub fn close_names(&self, name: &str) -> Vec<String> {
+        let mut scored: Vec<(f64, &String)> = self
+            .groups
+            .keys()
+            .chain(self.hosts.keys())
+            .map(|n| (strsim::jaro_winkler(name, n), n))
+            .filter(|(s, _)| *s > 0.75)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out: Vec<String> = Vec::new();
+        for (_, n) in scored {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+            if out.len() == 5 {
+                break;
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,178 @@
+//! Plan-time template checks: every string of every planned task is rendered with its host's
+//! variables (registered results stand in as empty results), so an undefined variable is an
+//! error at its file and line before any connection opens.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+
+use super::{Plan, TaskKind};
+use crate::error::{Error, Result, Source};
+use crate::playbook::{Action, Condition, Playbook, Step};
+use crate::site::Site;
+use crate::template::Templates;
+
+/// What a registered result looks like before it exists.
+fn placeholder_result() -> Value {
+    json!({"stdout": "", "stderr": "", "rc": 0, "content": "", "changed": false, "failed": false,
+           "skipped": false, "stdout_lines": [], "stderr_lines": [], "msg": ""})
+}
+
+fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
+    let mut out = IndexMap::new();
+    for s in pb.all_steps() {
+        if let Some(r) = &s.def.register {
+            out.insert(r.clone(), placeholder_result());
+        }
+        if let Action::SetFact(m) = &s.action {
+            for (k, v) in m {
+                out.insert(k.clone(), if v.is_string() { json!("") } else { v.clone() });
+            }
+        }
+    }
+    out
+}
+
+pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
+    let mut seen: HashSet<(usize, usize, Option<usize>, bool, String)> = HashSet::new();
+    let regs: Vec<Arc<IndexMap<String, Value>>> = plan.playbooks.iter().map(|pb| Arc::new(placeholders(pb))).collect();
+    for t in plan.graph.node_weights() {
+        if t.kind == TaskKind::Barrier {
+            continue;
+        }
+        let Some(host) = &t.host else { continue };
+        if !seen.insert((t.playbook, t.play, t.step, t.kind == TaskKind::Handler, host.clone())) {
+            continue;
+        }
+        let pb = &plan.playbooks[t.playbook];
+        let Some(step) = plan.step(t) else { continue };
+        let mut reg = (*regs[t.playbook]).clone();
+        reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(l) = &step.def.loop_over {
+            let item = l.as_array().and_then(|a| a.first().cloned()).unwrap_or(json!(""));
+            reg.insert("item".into(), item);
+        }
+        let ctx = site.context(pb, host, Arc::new(reg));
+        check_step(site, pb, step, host, &ctx)?;
+    }
+    Ok(())
+}
+
+fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijinja::Value) -> Result<()> {
+    let t = &site.templates;
+    let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
+    for cond in [&step.def.when, &step.def.changed_when, &step.def.failed_when].into_iter().flatten() {
+        let exprs = match cond {
+            Condition::Bool(_) => vec![],
+            Condition::Expr(e) => vec![e.clone()],
+            Condition::All(v) => v.clone(),
+        };
+        for e in exprs {
+            t.eval(&e, ctx).map_err(|err| fail(&e, err))?;
+        }
+    }
+    for e in step.def.until.iter() {
+        t.eval(e, ctx).map_err(|err| fail(e, err))?;
+    }
+    // Every other string of the step (arguments, guards) may hold a template.
+    let mut def = step.def.clone();
+    def.when = None;
+    def.changed_when = None;
+    def.failed_when = None;
+    def.until = None;
+    def.vars = IndexMap::new();
+    def.loop_over = None;
+    let mut strings = Vec::new();
+    collect_strings(&serde_json::to_value(&def).unwrap_or(Value::Null), &mut strings);
+    let action_json: Value = serde_json::from_str(&super::action_text(&step.action)).unwrap_or(Value::Null);
+    match &step.action {
+        Action::Assert(a) => {
+            for e in a.that.to_vec() {
+                t.eval(&e, ctx).map_err(|err| fail(&e, err))?;
+            }
+        }
+        Action::Debug(d) => {
+            if let Some(v) = &d.var {
+                t.eval(v, ctx).map_err(|err| fail(v, err))?;
+            }
+            strings.extend(d.msg.clone());
+        }
+        _ => collect_strings(&action_json, &mut strings),
+    }
+    for s in &strings {
+        t.render_str(s, ctx).map_err(|e| fail(s, e))?;
+    }
+    if let Action::Template(a) = &step.action {
+        let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;
+        let Some(text) = t.source(&src) else {
+            return Err(pb.source.error_at(
+                step.line,
+                step.column,
+                0,
+                format!("template '{src}' not found"),
+                "in this step",
+                Some("templates are looked up in the site's templates/ directory, then the built-in ones".into()),
+            ));
+        };
+        t.render_file(&src, ctx).map_err(|e| template_file_error(&src, &text, host, &e))?;
+    }
+    Ok(())
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+fn describe(e: &minijinja::Error) -> String {
+    let mut msg = match e.detail() {
+        Some(d) => d.to_string(),
+        None => e.kind().to_string(),
+    };
+    if Templates::is_undefined_error(e) && !msg.contains("undefined") {
+        msg = format!("undefined variable: {msg}");
+    }
+    msg
+}
+
+fn help_for(e: &minijinja::Error) -> Option<String> {
+    Templates::is_undefined_error(e).then(|| {
+        "define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value \
+         (or guard it with `is defined`)"
+            .to_string()
+    })
+}
+
+/// An error in a string of a playbook step: point at the line of the step holding the text.
+fn inline_error(pb: &Playbook, step: &Step, host: &str, text: &str, e: &minijinja::Error) -> Error {
+    let first = text.lines().next().unwrap_or(text).trim();
+    let (line, col) = pb
+        .source
+        .text
+        .lines()
+        .enumerate()
+        .skip(step.line.saturating_sub(1))
+        .find_map(|(i, l)| l.find(first).map(|c| (i + 1, c + 1)))
+        .unwrap_or((step.line, step.column));
+    pb.source.error_at(
+        line,
+        col,
+        first.len(),
+        format!("step '{}' on {host}: {}", step.name, describe(e)),
+        "in this template",
+        help_for(e),
+    )
+}
+
+fn template_file_error(name: &str, text: &str, host: &str, e: &minijinja::Error) -> Error {
+    let src = Source::new(format!("templates/{name}"), text);
+    let line = e.line().unwrap_or(1);
+    src.error_at(line, 1, 0, format!("template for {host}: {}", describe(e)), "here", help_for(e))
+}

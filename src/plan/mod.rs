@@ -1,0 +1,512 @@
+//! The planner: playbooks × hosts → a DAG of tasks (play, step, host). Pure: no I/O, no
+//! connection. It owns the ordering rules (per-host step order, `needs` between plays, `serial`
+//! batches, `run_once`, handlers) and the `--limit` safety boundary: a task that can change a
+//! host is only planned on hosts inside the limit; a `read_only` step runs on a host outside it
+//! only when an in-limit task uses what it registers.
+
+mod check;
+pub mod render;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+use indexmap::IndexSet;
+use petgraph::graph::{DiGraph, NodeIndex};
+use regex::Regex;
+
+use crate::error::{Error, Result};
+use crate::playbook::{Action, Play, Playbook, Step};
+use crate::site::Site;
+
+/// What a task does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskKind {
+    Step,
+    Handler,
+    /// Marks the end of a play or a batch: everything after it waits for everything before it.
+    Barrier,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub playbook: usize,
+    pub play: usize,
+    /// Index of the step in the play (or of the handler in the playbook's handlers).
+    pub step: Option<usize>,
+    pub host: Option<String>,
+    /// Where the task executes when it differs from `host` (`delegate_to`).
+    pub runs_on: Option<String>,
+    pub kind: TaskKind,
+    pub read_only: bool,
+    pub outside_limit: bool,
+    pub run_once: bool,
+    /// 1-based batch number within the play.
+    pub batch: usize,
+    pub label: String,
+}
+
+/// The planned DAG. Edges point from a dependency to the task that waits for it.
+#[derive(Debug)]
+pub struct Plan {
+    pub playbooks: Vec<Playbook>,
+    pub graph: DiGraph<Task, ()>,
+    pub limit: Option<String>,
+    /// Hosts of each play after the limit, in batches.
+    pub batches: Vec<Vec<Vec<Vec<String>>>>,
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    pub fn play(&self, t: &Task) -> &Play {
+        &self.playbooks[t.playbook].plays[t.play]
+    }
+
+    pub fn step(&self, t: &Task) -> Option<&Step> {
+        let pb = &self.playbooks[t.playbook];
+        match t.kind {
+            TaskKind::Step => t.step.map(|i| &pb.plays[t.play].steps[i]),
+            TaskKind::Handler => t.step.map(|i| &pb.handlers[i]),
+            TaskKind::Barrier => None,
+        }
+    }
+
+    /// Task ids this task waits for, sorted.
+    pub fn depends_on(&self, n: NodeIndex) -> Vec<usize> {
+        let mut v: Vec<usize> =
+            self.graph.neighbors_directed(n, petgraph::Direction::Incoming).map(|d| d.index()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Tasks that can change a host (what `--limit` guards).
+    pub fn mutating_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier && !t.read_only)
+    }
+}
+
+static IDENT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]*").unwrap());
+
+/// Identifiers mentioned anywhere in a step (its templates, expressions, template file).
+fn identifiers(site: &Site, step: &Step) -> HashSet<String> {
+    let mut text = serde_json::to_string(&step.def).unwrap_or_default() + &action_text(&step.action);
+    if let Action::Template(t) = &step.action
+        && let Some(src) = site.templates.source(&t.src)
+    {
+        text.push_str(&src);
+    }
+    IDENT.find_iter(&text).map(|m| m.as_str().to_string()).collect()
+}
+
+pub(crate) fn action_text(a: &Action) -> String {
+    let v = match a {
+        Action::Command(x) => serde_json::to_value(x),
+        Action::Shell(x) => serde_json::to_value(x),
+        Action::Copy(x) => serde_json::to_value(x),
+        Action::Template(x) => serde_json::to_value(x),
+        Action::File(x) => serde_json::to_value(x),
+        Action::Line(x) => serde_json::to_value(x),
+        Action::Block(x) => serde_json::to_value(x),
+        Action::Service(x) => serde_json::to_value(x),
+        Action::Package(x) => serde_json::to_value(x),
+        Action::Slurp(x) => serde_json::to_value(x),
+        Action::Fetch(x) => serde_json::to_value(x),
+        Action::WaitFor(x) => serde_json::to_value(x),
+        Action::Reboot(x) => serde_json::to_value(x),
+        Action::AuthorizedKey(x) => serde_json::to_value(x),
+        Action::Kube(x) => serde_json::to_value(x),
+        Action::Helm(x) => serde_json::to_value(x),
+        Action::Assert(x) => serde_json::to_value(x),
+        Action::Debug(x) => serde_json::to_value(x),
+        Action::SetFact(x) => serde_json::to_value(x),
+    };
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+struct Builder<'a> {
+    site: &'a Site,
+    graph: DiGraph<Task, ()>,
+    /// Per playbook, per host: the host's last task in that playbook so far.
+    host_end: Vec<HashMap<String, NodeIndex>>,
+    play_end: Vec<Vec<NodeIndex>>,
+    /// Register name → tasks producing it.
+    producers: HashMap<String, Vec<NodeIndex>>,
+}
+
+/// Plans `playbooks` on the site's inventory, limited by `limit`.
+pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Result<Plan> {
+    let inv = &site.inventory;
+    let limit_set: Option<IndexSet<String>> = match limit {
+        Some(l) => {
+            let hosts = inv.limit_hosts(l)?;
+            if hosts.is_empty() {
+                return Err(inv.no_match_error("--limit", l));
+            }
+            Some(hosts.into_iter().collect())
+        }
+        None => None,
+    };
+    check_needs_cycles(&playbooks)?;
+    let mut b = Builder {
+        site,
+        graph: DiGraph::new(),
+        host_end: vec![],
+        play_end: vec![],
+        producers: HashMap::new(),
+    };
+    let mut all_batches = Vec::new();
+    let mut warnings = Vec::new();
+    // Names each in-limit step uses, to decide which read-only steps outside the limit are needed.
+    let mut used: HashSet<String> = HashSet::new();
+    let mut play_hosts: Vec<Vec<(Vec<String>, Vec<String>)>> = Vec::new();
+    for pb in &playbooks {
+        let mut per_play = Vec::new();
+        for play in &pb.plays {
+            let pattern = site.render_global(pb, &play.hosts).map_err(|e| {
+                pb.source.error_at(play.line, 1, 0, format!("play '{}': hosts: {e}", play.name), "in this play", None)
+            })?;
+            let full = inv.select(&pattern, None)?;
+            if full.is_empty() {
+                warnings.push(format!("{}: play '{}': hosts '{pattern}' matches no host; skipped", pb.name, play.name));
+            }
+            let inside: Vec<String> = match &limit_set {
+                Some(l) => full.iter().filter(|h| l.contains(*h)).cloned().collect(),
+                None => full.clone(),
+            };
+            if !inside.is_empty() {
+                for s in &play.steps {
+                    used.extend(identifiers(site, s));
+                }
+                for h in &pb.handlers {
+                    used.extend(identifiers(site, h));
+                }
+            }
+            let outside: Vec<String> = full.into_iter().filter(|h| !inside.contains(h)).collect();
+            per_play.push((inside, outside));
+        }
+        play_hosts.push(per_play);
+    }
+    for (pi, pb) in playbooks.iter().enumerate() {
+        b.host_end.push(HashMap::new());
+        b.play_end.push(Vec::new());
+        let mut pb_batches = Vec::new();
+        for ki in 0..pb.plays.len() {
+            let (inside, outside) = &play_hosts[pi][ki];
+            let batches = b.add_play(&playbooks, pi, ki, inside, outside, &used)?;
+            pb_batches.push(batches);
+        }
+        all_batches.push(pb_batches);
+    }
+    if limit.is_some() && b.graph.node_weights().all(|t| t.kind == TaskKind::Barrier || t.outside_limit) {
+        let l = limit.unwrap_or_default();
+        let names: Vec<&str> = playbooks.iter().map(|p| p.name.as_str()).collect();
+        return Err(Error::with_help(
+            format!("--limit '{l}' leaves nothing to do: no play of {} targets those hosts", names.join(", ")),
+            "check the play's hosts: patterns (copctl plan without --limit shows them)",
+        ));
+    }
+    let plan = Plan { playbooks, graph: b.graph, limit: limit.map(str::to_string), batches: all_batches, warnings };
+    check::check_templates(site, &plan)?;
+    Ok(plan)
+}
+
+impl Builder<'_> {
+    fn add(&mut self, t: Task, deps: &[NodeIndex]) -> NodeIndex {
+        let n = self.graph.add_node(t);
+        for d in deps {
+            self.graph.add_edge(*d, n, ());
+        }
+        n
+    }
+
+    fn barrier(&mut self, pi: usize, ki: usize, batch: usize, label: String, deps: &[NodeIndex]) -> NodeIndex {
+        let t = Task {
+            playbook: pi,
+            play: ki,
+            step: None,
+            host: None,
+            runs_on: None,
+            kind: TaskKind::Barrier,
+            read_only: true,
+            outside_limit: false,
+            run_once: false,
+            batch,
+            label,
+        };
+        self.add(t, deps)
+    }
+
+    /// What every task of play `ki` waits for before it starts: the `needs` plays (by default
+    /// the previous play of the playbook).
+    fn play_start_deps(&self, pbs: &[Playbook], pi: usize, ki: usize) -> Vec<NodeIndex> {
+        let play = &pbs[pi].plays[ki];
+        match &play.needs {
+            None if ki > 0 => vec![self.play_end[pi][ki - 1]],
+            None => vec![],
+            Some(names) => names
+                .iter()
+                .filter_map(|n| pbs[pi].plays.iter().position(|p| &p.name == n))
+                .map(|i| self.play_end[pi][i])
+                .collect(),
+        }
+    }
+
+    /// The host's end in the previous playbook: playbooks named together run in order per host.
+    fn host_prev(&self, pi: usize, host: &str) -> Option<NodeIndex> {
+        (0..pi).rev().find_map(|p| self.host_end[p].get(host).copied())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_play(
+        &mut self,
+        pbs: &[Playbook],
+        pi: usize,
+        ki: usize,
+        inside: &[String],
+        outside: &[String],
+        used: &HashSet<String>,
+    ) -> Result<Vec<Vec<String>>> {
+        let pb = &pbs[pi];
+        let play = &pb.plays[ki];
+        let start = self.play_start_deps(pbs, pi, ki);
+        let batches = split_batches(play, inside);
+        let mut ends: Vec<NodeIndex> = Vec::new();
+        let mut prev_barrier: Option<NodeIndex> = None;
+        let notified: Vec<usize> = {
+            let names: HashSet<String> =
+                play.steps.iter().flat_map(|s| s.def.notify.iter().flat_map(|n| n.to_vec())).collect();
+            (0..pb.handlers.len()).filter(|i| names.contains(&pb.handlers[*i].name)).collect()
+        };
+        for (bi, batch) in batches.iter().enumerate() {
+            let mut cur: HashMap<&str, Vec<NodeIndex>> = HashMap::new();
+            for h in batch {
+                let mut deps = start.clone();
+                deps.extend(prev_barrier);
+                deps.extend(self.host_prev(pi, h));
+                cur.insert(h.as_str(), deps);
+            }
+            for (si, step) in play.steps.iter().enumerate() {
+                if step.def.run_once {
+                    let first = &batch[0];
+                    let deps: Vec<NodeIndex> = batch.iter().flat_map(|h| cur[h.as_str()].clone()).collect();
+                    let n = self.step_task(pb, pi, ki, si, first, bi + 1, false, &deps)?;
+                    for h in batch {
+                        cur.insert(h.as_str(), vec![n]);
+                    }
+                    continue;
+                }
+                for h in batch {
+                    let deps = cur[h.as_str()].clone();
+                    let n = self.step_task(pb, pi, ki, si, h, bi + 1, false, &deps)?;
+                    cur.insert(h.as_str(), vec![n]);
+                }
+            }
+            for h in batch {
+                for &hi in &notified {
+                    let deps = cur[h.as_str()].clone();
+                    let handler = &pb.handlers[hi];
+                    let t = Task {
+                        playbook: pi,
+                        play: ki,
+                        step: Some(hi),
+                        host: Some(h.clone()),
+                        runs_on: None,
+                        kind: TaskKind::Handler,
+                        read_only: handler.read_only,
+                        outside_limit: false,
+                        run_once: false,
+                        batch: bi + 1,
+                        label: format!("{} (handler)", handler.name),
+                    };
+                    let n = self.add(t, &deps);
+                    cur.insert(h.as_str(), vec![n]);
+                }
+                let end = cur[h.as_str()].clone();
+                ends.extend(end.iter().copied());
+                if let Some(last) = end.first() {
+                    self.host_end[pi].insert(h.clone(), *last);
+                }
+            }
+            if bi + 1 < batches.len() {
+                let deps: Vec<NodeIndex> = batch.iter().flat_map(|h| cur[h.as_str()].clone()).collect();
+                let label = format!("end of batch {} of {}", bi + 1, play.name);
+                prev_barrier = Some(self.barrier(pi, ki, bi + 1, label, &deps));
+            }
+        }
+        // Read-only steps on hosts outside the limit, only where an in-limit task uses their
+        // result, together with the read-only steps before them (their waits and checks).
+        let needed: Vec<usize> = play
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.read_only && s.def.register.as_ref().is_some_and(|r| used.contains(r)))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&last_needed) = needed.iter().max() {
+            for h in outside {
+                let mut deps = start.clone();
+                for (si, step) in play.steps.iter().enumerate().take(last_needed + 1) {
+                    if !step.read_only {
+                        continue;
+                    }
+                    let n = self.step_task(pb, pi, ki, si, h, 1, true, &deps)?;
+                    deps = vec![n];
+                }
+                ends.extend(deps);
+            }
+        }
+        ends.extend(prev_barrier);
+        if ends.is_empty() {
+            ends = start;
+        }
+        let end = self.barrier(pi, ki, batches.len().max(1), format!("end of play {}", play.name), &ends);
+        self.play_end[pi].push(end);
+        Ok(batches)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn step_task(
+        &mut self,
+        pb: &Playbook,
+        pi: usize,
+        ki: usize,
+        si: usize,
+        host: &str,
+        batch: usize,
+        outside_limit: bool,
+        deps: &[NodeIndex],
+    ) -> Result<NodeIndex> {
+        let step = &pb.plays[ki].steps[si];
+        let runs_on = match &step.def.delegate_to {
+            Some(d) => {
+                let target = self.site.render_for_host(pb, host, d).map_err(|e| {
+                    pb.source.error_at(step.line, step.column, 0, format!("delegate_to: {e}"), "in this step", None)
+                })?;
+                if !self.site.inventory.hosts.contains_key(&target) {
+                    return Err(pb.source.error_at(
+                        step.line,
+                        step.column,
+                        0,
+                        format!("delegate_to '{target}' is not a host of the inventory"),
+                        "in this step",
+                        Some(format!("hosts are listed by `copctl hosts all` ({})", self.site.inventory.source.name)),
+                    ));
+                }
+                (target != host).then_some(target)
+            }
+            None => None,
+        };
+        let mut all_deps = deps.to_vec();
+        // A task that uses a registered result waits for the tasks that produce it.
+        for name in identifiers(self.site, step) {
+            if let Some(p) = self.producers.get(&name) {
+                all_deps.extend(p.iter().copied());
+            }
+        }
+        let t = Task {
+            playbook: pi,
+            play: ki,
+            step: Some(si),
+            host: Some(host.to_string()),
+            runs_on,
+            kind: TaskKind::Step,
+            read_only: step.read_only,
+            outside_limit,
+            run_once: step.def.run_once,
+            batch,
+            label: step.name.clone(),
+        };
+        let n = self.add(t, &all_deps);
+        if let Some(r) = &step.def.register {
+            self.producers.entry(r.clone()).or_default().push(n);
+        }
+        Ok(n)
+    }
+}
+
+/// `serial` batches over the play's hosts; the last size repeats.
+pub fn split_batches(play: &Play, hosts: &[String]) -> Vec<Vec<String>> {
+    if hosts.is_empty() {
+        return vec![];
+    }
+    if play.serial.is_empty() {
+        return vec![hosts.to_vec()];
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut k = 0;
+    while i < hosts.len() {
+        let rule = play.serial[k.min(play.serial.len() - 1)];
+        let n = rule.size(hosts.len()).min(hosts.len() - i);
+        out.push(hosts[i..i + n].to_vec());
+        i += n;
+        k += 1;
+    }
+    out
+}
+
+/// A `needs` cycle (including the implicit "after the previous play") is an error naming it.
+fn check_needs_cycles(pbs: &[Playbook]) -> Result<()> {
+    for pb in pbs {
+        let deps: Vec<Vec<usize>> = pb
+            .plays
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match &p.needs {
+                None if i > 0 => vec![i - 1],
+                None => vec![],
+                Some(n) => n.iter().filter_map(|x| pb.plays.iter().position(|q| &q.name == x)).collect(),
+            })
+            .collect();
+        // Depth-first search with colours; the grey stack is the cycle when one closes.
+        fn visit(i: usize, deps: &[Vec<usize>], colour: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
+            colour[i] = 1;
+            stack.push(i);
+            for &d in &deps[i] {
+                if colour[d] == 1 {
+                    let pos = stack.iter().position(|x| *x == d).unwrap_or(0);
+                    let mut cyc = stack[pos..].to_vec();
+                    cyc.push(d);
+                    return Some(cyc);
+                }
+                if colour[d] == 0
+                    && let Some(c) = visit(d, deps, colour, stack)
+                {
+                    return Some(c);
+                }
+            }
+            stack.pop();
+            colour[i] = 2;
+            None
+        }
+        let mut colour = vec![0u8; deps.len()];
+        for i in 0..deps.len() {
+            if colour[i] == 0
+                && let Some(cyc) = visit(i, &deps, &mut colour, &mut Vec::new())
+            {
+                let names: Vec<&str> = cyc.iter().map(|&j| pb.plays[j].name.as_str()).collect();
+                let play = &pb.plays[cyc[0]];
+                return Err(pb.source.error_at(
+                    play.line,
+                    1,
+                    0,
+                    format!("plays depend on each other in a cycle: {}", names.join(" → needs → ")),
+                    "part of the cycle",
+                    Some("remove one of these `needs` (a play without `needs` follows the previous play)".into()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hosts of the inventory that `plan` would change, for the user-facing checks.
+pub fn changed_hosts(plan: &Plan) -> Vec<String> {
+    let mut out: IndexSet<String> = IndexSet::new();
+    for t in plan.mutating_tasks() {
+        if let Some(h) = &t.host {
+            out.insert(h.clone());
+        }
+    }
+    out.into_iter().collect()
+}

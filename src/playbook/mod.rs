@@ -1,0 +1,325 @@
+//! Playbooks: the YAML model (plays, steps, handlers), loaded from the binary's embedded
+//! `playbooks/` or from a site's override directory, and validated before anything runs.
+
+pub mod step;
+
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::error::{Error, Result, Source};
+use crate::inventory::Vars;
+pub use step::{Action, Condition, OneOrMany, StepDef};
+
+static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/playbooks");
+
+/// `serial:` entries: a host count or a percentage of the play's hosts.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SerialItem {
+    Count(u64),
+    Percent(String),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SerialDef {
+    One(SerialItem),
+    Many(Vec<SerialItem>),
+}
+
+/// A batch size rule, resolved against the number of hosts when planning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Batch {
+    Count(usize),
+    Percent(f64),
+}
+
+impl Batch {
+    /// Hosts in a batch of this rule for a play of `total` hosts (at least one).
+    pub fn size(self, total: usize) -> usize {
+        match self {
+            Batch::Count(n) => n.max(1),
+            Batch::Percent(p) => (((total as f64) * p / 100.0) as usize).max(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlaybookDef {
+    description: Option<String>,
+    #[serde(default)]
+    vars: IndexMap<String, Value>,
+    plays: Vec<Spanned<PlayDef>>,
+    #[serde(default)]
+    handlers: Vec<Spanned<StepDef>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlayDef {
+    name: String,
+    hosts: String,
+    needs: Option<Vec<String>>,
+    serial: Option<SerialDef>,
+    max_fail: Option<SerialItem>,
+    #[serde(default)]
+    any_errors_fatal: bool,
+    throttle: Option<usize>,
+    tags: Option<OneOrMany<String>>,
+    when: Option<Condition>,
+    #[serde(default)]
+    vars: IndexMap<String, Value>,
+    r#become: Option<bool>,
+    steps: Vec<Spanned<StepDef>>,
+}
+
+/// A validated step: its common fields and its one action.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: String,
+    pub def: StepDef,
+    pub action: Action,
+    pub read_only: bool,
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Play {
+    pub name: String,
+    pub hosts: String,
+    /// Plays that must finish before this one starts. `None`: the previous play of the playbook.
+    pub needs: Option<Vec<String>>,
+    pub serial: Vec<Batch>,
+    /// Failed hosts allowed per batch, as a percentage (must be exceeded to abort).
+    pub max_fail: Option<Batch>,
+    pub any_errors_fatal: bool,
+    pub throttle: Option<usize>,
+    pub tags: Vec<String>,
+    pub when: Option<Condition>,
+    pub vars: Vars,
+    pub r#become: Option<bool>,
+    pub steps: Vec<Step>,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Playbook {
+    /// The name it is run by (`rke2-install`).
+    pub name: String,
+    pub source: Source,
+    pub description: Option<String>,
+    pub vars: Vars,
+    pub plays: Vec<Play>,
+    pub handlers: Vec<Step>,
+}
+
+/// Where playbooks come from: an override directory first, then the embedded ones.
+#[derive(Debug, Clone, Default)]
+pub struct PlaybookSource {
+    pub override_dir: Option<PathBuf>,
+}
+
+impl PlaybookSource {
+    /// Names of all playbooks available (embedded and overrides), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = EMBEDDED
+            .files()
+            .filter_map(|f| yaml_stem(f.path()))
+            .collect();
+        if let Some(dir) = &self.override_dir
+            && let Ok(rd) = std::fs::read_dir(dir)
+        {
+            names.extend(rd.flatten().filter_map(|e| yaml_stem(&e.path())));
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Loads `name` (a playbook name, or a path to a YAML file).
+    pub fn load(&self, name: &str) -> Result<Playbook> {
+        let as_path = Path::new(name);
+        if name.contains('/') || name.ends_with(".yaml") || name.ends_with(".yml") {
+            let source = crate::error::read_source(as_path)?;
+            let stem = yaml_stem(as_path).unwrap_or_else(|| name.to_string());
+            return Playbook::parse(&stem, source);
+        }
+        if let Some(dir) = &self.override_dir {
+            for ext in ["yaml", "yml"] {
+                let p = dir.join(format!("{name}.{ext}"));
+                if p.is_file() {
+                    return Playbook::parse(name, crate::error::read_source(&p)?);
+                }
+            }
+        }
+        for ext in ["yaml", "yml"] {
+            if let Some(f) = EMBEDDED.get_file(format!("{name}.{ext}")) {
+                let text = f.contents_utf8().expect("embedded playbooks are UTF-8");
+                return Playbook::parse(name, Source::new(format!("playbooks/{name}.{ext}"), text));
+            }
+        }
+        let names = self.names();
+        let close: Vec<&String> = names.iter().filter(|n| strsim::jaro_winkler(name, n) > 0.8).collect();
+        let help = if close.is_empty() {
+            format!("available playbooks: {}", names.join(", "))
+        } else {
+            format!("did you mean {}?", close.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        };
+        Err(Error::with_help(format!("no playbook named '{name}'"), help))
+    }
+}
+
+fn yaml_stem(p: &Path) -> Option<String> {
+    let ext = p.extension()?.to_str()?;
+    if ext != "yaml" && ext != "yml" {
+        return None;
+    }
+    Some(p.file_stem()?.to_str()?.to_string())
+}
+
+fn parse_percent(s: &str) -> Option<f64> {
+    let n: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (n > 0.0 && n <= 100.0).then_some(n)
+}
+
+impl Playbook {
+    pub fn parse(name: &str, source: Source) -> Result<Playbook> {
+        let def: PlaybookDef = crate::yaml::parse(&source)?;
+        let at = |loc: &serde_saphyr::Location| (loc.line() as usize, loc.column() as usize);
+        let mut handlers = Vec::new();
+        for h in def.handlers {
+            let (line, col) = at(&h.referenced);
+            handlers.push(validate_step(&source, h.value, line, col, true)?);
+        }
+        let mut plays: Vec<Play> = Vec::new();
+        for p in def.plays {
+            let (line, col) = at(&p.referenced);
+            let d = p.value;
+            if plays.iter().any(|x| x.name == d.name) {
+                return Err(source.error_at(line, col, 0, format!("two plays are named '{}'", d.name), "duplicate", Some(
+                    "play names are what `needs:` refers to: make them unique".into(),
+                )));
+            }
+            let serial = match d.serial {
+                None => vec![],
+                Some(SerialDef::One(i)) => vec![batch(&source, line, col, &i, "serial")?],
+                Some(SerialDef::Many(v)) => v.iter().map(|i| batch(&source, line, col, i, "serial")).collect::<Result<_>>()?,
+            };
+            let max_fail = d.max_fail.as_ref().map(|i| batch(&source, line, col, i, "max_fail")).transpose()?;
+            let mut steps = Vec::new();
+            for s in d.steps {
+                let (sl, sc) = at(&s.referenced);
+                steps.push(validate_step(&source, s.value, sl, sc, false)?);
+            }
+            plays.push(Play {
+                name: d.name,
+                hosts: d.hosts,
+                needs: d.needs,
+                serial,
+                max_fail,
+                any_errors_fatal: d.any_errors_fatal,
+                throttle: d.throttle,
+                tags: d.tags.map(|t| t.to_vec()).unwrap_or_default(),
+                when: d.when,
+                vars: d.vars.into_iter().collect(),
+                r#become: d.r#become,
+                steps,
+                line,
+            });
+        }
+        let pb = Playbook {
+            name: name.to_string(),
+            source,
+            description: def.description,
+            vars: def.vars.into_iter().collect(),
+            plays,
+            handlers,
+        };
+        pb.check_references()?;
+        Ok(pb)
+    }
+
+    /// `needs` names plays of this playbook; `notify` names handlers.
+    fn check_references(&self) -> Result<()> {
+        for play in &self.plays {
+            for n in play.needs.iter().flatten() {
+                if !self.plays.iter().any(|p| &p.name == n) {
+                    let names: Vec<&str> = self.plays.iter().map(|p| p.name.as_str()).collect();
+                    return Err(self.source.error_at(
+                        play.line,
+                        1,
+                        0,
+                        format!("play '{}' needs '{n}', which is not a play of {}", play.name, self.name),
+                        "unknown play",
+                        Some(format!("plays here: {}", names.join(", "))),
+                    ));
+                }
+            }
+            for step in &play.steps {
+                for n in step.def.notify.iter().flat_map(|n| n.to_vec()) {
+                    if !self.handlers.iter().any(|h| h.name == n) {
+                        return Err(self.source.error_at(
+                            step.line,
+                            step.column,
+                            0,
+                            format!("step '{}' notifies '{n}', which is not a handler", step.name),
+                            "unknown handler",
+                            Some("add it under `handlers:` or fix the name".into()),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// All steps and handlers, for checks that look at every one.
+    pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
+        self.plays.iter().flat_map(|p| p.steps.iter()).chain(self.handlers.iter())
+    }
+}
+
+fn batch(source: &Source, line: usize, col: usize, item: &SerialItem, field: &str) -> Result<Batch> {
+    match item {
+        SerialItem::Count(n) => Ok(Batch::Count(*n as usize)),
+        SerialItem::Percent(s) => parse_percent(s).map(Batch::Percent).ok_or_else(|| {
+            source.error_at(line, col, 0, format!("{field}: '{s}' is neither a count nor a percentage"), "in this play", Some(
+                format!("write {field}: 1, {field}: \"30%\" or a list of those"),
+            ))
+        }),
+    }
+}
+
+fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, handler: bool) -> Result<Step> {
+    let action = def.take_action().map_err(|found| {
+        let (msg, label) = if found.is_empty() {
+            ("this step has no action".to_string(), "no action")
+        } else {
+            (format!("this step has {} actions: {}", found.len(), found.join(", ")), "one action per step")
+        };
+        source.error_at(line, col, 0, msg, label, Some(format!("a step has exactly one of: {}", step::KINDS.join(", "))))
+    })?;
+    let name = match &def.name {
+        Some(n) => n.clone(),
+        None if handler => {
+            return Err(source.error_at(line, col, 0, "a handler needs a name", "unnamed handler", Some(
+                "steps notify handlers by name: add `name:`".into(),
+            )));
+        }
+        None => action.kind().to_string(),
+    };
+    let read_only = def.read_only.unwrap_or_else(|| action.inherently_read_only());
+    if def.read_only == Some(true) && !action.inherently_read_only() && !matches!(action, Action::Command(_) | Action::Shell(_) | Action::Kube(_)) {
+        return Err(source.error_at(line, col, 0, format!("a {} step cannot be read_only", action.kind()), "changes the host", Some(
+            "only command, shell and kube steps can be declared read_only (and slurp, fetch, wait_for, assert, debug, set_fact are already)".into(),
+        )));
+    }
+    Ok(Step { name, def, action, read_only, line, column: col })
+}

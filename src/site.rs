@@ -1,0 +1,145 @@
+//! A site: the inventory, env.yaml, extra vars, playbook and template sources of one run, and
+//! the variable contexts built from them. Every command starts by loading one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::inventory::{Inventory, Vars};
+use crate::playbook::{Playbook, PlaybookSource};
+use crate::template::{HostVarLookup, Templates, host_context};
+use crate::vars::secret::SecretNames;
+use crate::vars::{EnvFile, Layers, parse_extra_vars};
+
+/// Where to load a site from (the CLI's global options).
+#[derive(Debug, Clone, Default)]
+pub struct SiteOptions {
+    pub inventory: PathBuf,
+    /// `None`: `env.yaml` beside the inventory, if present.
+    pub env: Option<PathBuf>,
+    pub extra_vars: Vec<String>,
+    /// `None`: `playbooks/` beside the inventory, if present.
+    pub playbook_dir: Option<PathBuf>,
+    /// `None`: `templates/` beside the inventory, if present.
+    pub template_dir: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct Site {
+    pub inventory: Arc<Inventory>,
+    pub env: EnvFile,
+    pub extra: Vars,
+    pub playbooks: PlaybookSource,
+    pub templates: Templates,
+    pub secret_names: SecretNames,
+    groups: OnceLock<Value>,
+}
+
+fn beside(inventory: &Path, name: &str) -> Option<PathBuf> {
+    let dir = inventory.parent().unwrap_or(Path::new("."));
+    let p = dir.join(name);
+    p.exists().then_some(p)
+}
+
+impl Site {
+    pub fn load(opts: &SiteOptions) -> Result<Site> {
+        let inventory = Inventory::load(&opts.inventory)?;
+        let env = match &opts.env {
+            Some(p) => EnvFile::load(p)?,
+            None => match beside(&opts.inventory, "env.yaml") {
+                Some(p) => EnvFile::load(&p)?,
+                None => EnvFile::empty(),
+            },
+        };
+        let extra = parse_extra_vars(&opts.extra_vars)?;
+        let playbook_dir = opts.playbook_dir.clone().or_else(|| beside(&opts.inventory, "playbooks"));
+        let template_dir = opts.template_dir.clone().or_else(|| beside(&opts.inventory, "templates"));
+        Ok(Site::new(inventory, env, extra, playbook_dir, template_dir))
+    }
+
+    pub fn new(
+        inventory: Inventory,
+        env: EnvFile,
+        extra: Vars,
+        playbook_dir: Option<PathBuf>,
+        template_dir: Option<PathBuf>,
+    ) -> Site {
+        let secret_names = SecretNames::new(env.secret_names.clone());
+        Site {
+            inventory: Arc::new(inventory),
+            env,
+            extra,
+            playbooks: PlaybookSource { override_dir: playbook_dir },
+            templates: Templates::new(template_dir),
+            secret_names,
+            groups: OnceLock::new(),
+        }
+    }
+
+    pub fn load_playbook(&self, name: &str) -> Result<Playbook> {
+        self.playbooks.load(name)
+    }
+
+    pub fn layers(&self, pb: &Playbook) -> Layers {
+        Layers {
+            playbook: pb.vars.clone(),
+            env: self.env.vars.clone(),
+            extra: self.extra.clone(),
+            secret_names: self.secret_names.clone(),
+        }
+    }
+
+    /// `groups`: every group with its hosts, as templates see it.
+    pub fn groups_value(&self) -> &Value {
+        self.groups.get_or_init(|| {
+            let inv = &self.inventory;
+            Value::Object(
+                inv.groups.keys().map(|g| (g.clone(), Value::from(inv.group_hosts(g)))).collect(),
+            )
+        })
+    }
+
+    /// The template context of `host`, with `registered` results layered in.
+    pub fn context(&self, pb: &Playbook, host: &str, registered: Arc<IndexMap<String, Value>>) -> minijinja::Value {
+        let layers = Arc::new(self.layers(pb));
+        let inv_vars = self.inventory.host_vars(host);
+        let vars = layers.for_host(&inv_vars, Some(&registered));
+        let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered });
+        host_context(host, &vars, self.groups_value(), &self.inventory.group_names(host), lookup)
+    }
+
+    /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars.
+    pub fn render_global(&self, pb: &Playbook, text: &str) -> std::result::Result<String, minijinja::Error> {
+        let ctx = crate::template::to_value(self.layers(pb).global());
+        self.templates.render_str(text, &ctx)
+    }
+
+    pub fn render_for_host(&self, pb: &Playbook, host: &str, text: &str) -> std::result::Result<String, minijinja::Error> {
+        let ctx = self.context(pb, host, Arc::new(IndexMap::new()));
+        self.templates.render_str(text, &ctx)
+    }
+}
+
+#[derive(Debug)]
+struct SiteLookup {
+    inventory: Arc<Inventory>,
+    layers: Arc<Layers>,
+    registered: Arc<IndexMap<String, Value>>,
+}
+
+impl HostVarLookup for SiteLookup {
+    fn host_names(&self) -> Vec<String> {
+        self.inventory.hosts.keys().cloned().collect()
+    }
+
+    fn vars_of(&self, host: &str) -> Option<Value> {
+        self.inventory.hosts.get(host)?;
+        let vars = self.layers.for_host(&self.inventory.host_vars(host), Some(&self.registered));
+        let mut map: serde_json::Map<String, Value> = vars.into_iter().collect();
+        map.insert("inventory_hostname".into(), Value::from(host));
+        Some(Value::Object(map))
+    }
+}

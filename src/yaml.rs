@@ -1,0 +1,49 @@
+//! The one YAML loader (serde-saphyr: YAML 1.2, pure Rust, maintained, with source locations on
+//! every error and `Spanned<T>` for our own checks; serde_norway would keep the unsafe libyaml
+//! port and YAML 1.1 habits). Strict booleans: `yes`/`no` stay strings, as YAML 1.2 says, so an
+//! operator who writes `enabled: yes` gets an error at that line instead of a silent guess.
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result, Source};
+
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        strict_booleans: true,
+        with_snippet: false,
+    }
+}
+
+/// Deserializes `source`, turning a YAML or schema error into a located diagnostic.
+pub fn parse<T: DeserializeOwned>(source: &Source) -> Result<T> {
+    serde_saphyr::from_str_with_options::<T>(&source.text, options()).map_err(|e| located(source, &e))
+}
+
+pub fn located(source: &Source, e: &serde_saphyr::Error) -> Error {
+    let (line, col) = e.location().map(|l| (l.line() as usize, l.column() as usize)).unwrap_or((1, 1));
+    let message = e.to_string();
+    // serde-saphyr appends "at line X column Y"; the location is shown by our own rendering.
+    let message = match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message,
+    };
+    let help = yaml_hint(&message, &source.text, line);
+    source.error_at(line.max(1), col.max(1), 0, message, "here", help)
+}
+
+fn yaml_hint(message: &str, text: &str, line: usize) -> Option<String> {
+    let src_line = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    if src_line.contains('\t') {
+        return Some("YAML does not allow tabs for indentation: use spaces".into());
+    }
+    if message.contains("unknown field") {
+        return Some("check the spelling against the playbook format in README.md".into());
+    }
+    if message.contains("duplicate") {
+        return Some("each key may appear once in a mapping: remove or rename one".into());
+    }
+    if message.contains("bool") {
+        return Some("write true or false (YAML 1.2: yes/no/on/off are strings)".into());
+    }
+    None
+}
