@@ -1,0 +1,195 @@
+//! copctl against Ansible itself (ansible-core from PyPI, the oracle): the same inventories must
+//! give the same `--list` JSON, the same `--graph`, and the same hosts for every pattern, in the
+//! same order.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use common::*;
+use serde_json::Value;
+
+fn inventories() -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(fixture("inventory"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ini"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn inventory_list_matches_ansible_inventory() {
+    let invs = inventories();
+    assert!(invs.len() >= 15, "fixture inventories: {}", invs.len());
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = invs
+            .iter()
+            .map(|inv| {
+                s.spawn(move || {
+                    let inv_s = inv.to_str().unwrap();
+                    let theirs = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--list"]).output().unwrap();
+                    assert!(theirs.status.success(), "ansible-inventory failed on {inv_s}: {}", stderr(&theirs));
+                    let ours = copctl(None, &["inventory", "list", "-i", inv_s]);
+                    assert!(ours.status.success(), "copctl failed on {inv_s}: {}", stderr(&ours));
+                    let a: Value = serde_json::from_slice(&theirs.stdout).unwrap();
+                    let b: Value = serde_json::from_slice(&ours.stdout).unwrap();
+                    let mut msgs = vec![];
+                    if a != b {
+                        msgs.push(format!(
+                            "{inv_s}: --list differs\n--- ansible\n{}\n--- copctl\n{}",
+                            serde_json::to_string_pretty(&a).unwrap(),
+                            serde_json::to_string_pretty(&b).unwrap()
+                        ));
+                    }
+                    let theirs = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--graph"]).output().unwrap();
+                    let ours = copctl(None, &["inventory", "graph", "-i", inv_s]);
+                    if stdout(&theirs).trim_end() != stdout(&ours).trim_end() {
+                        msgs.push(format!(
+                            "{inv_s}: --graph differs\n--- ansible\n{}\n--- copctl\n{}",
+                            stdout(&theirs),
+                            stdout(&ours)
+                        ));
+                    }
+                    msgs
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The text of `ansible-inventory --list` itself, byte for byte, on the example site.
+#[test]
+fn inventory_list_text_is_byte_identical() {
+    let inv = fixture("inventory/14-cop-example.ini");
+    let inv_s = inv.to_str().unwrap();
+    let theirs = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--list"]).output().unwrap();
+    let ours = copctl(None, &["inventory", "list", "-i", inv_s]);
+    assert_eq!(stdout(&ours), stdout(&theirs));
+}
+
+const PATTERNS: &[(&str, Option<&str>)] = &[
+    ("all", None),
+    ("*", None),
+    ("web", None),
+    ("db", None),
+    ("web:db", None),
+    ("web,db", None),
+    ("db,web", None),
+    ("web:&db", None),
+    ("web:!db", None),
+    ("prod:!web02", None),
+    ("!web", None),
+    ("&web", None),
+    ("web01", None),
+    ("web0*", None),
+    ("*.example.com", None),
+    ("~web0[1-3]", None),
+    ("~(db|lb)", None),
+    ("~eb", None),
+    ("web[0]", None),
+    ("web[-1]", None),
+    ("web[1:3]", None),
+    ("web[2:]", None),
+    ("web[0:0]", None),
+    ("prod[3]", None),
+    ("db:web[0]", None),
+    ("gpu-?", None),
+    ("gpu-[ab]", None),
+    ("gpu-[!a]", None),
+    ("stg-*:&staging", None),
+    ("k8s:!gpu:!db", None),
+    ("lb*", None),
+    ("nomatch", None),
+    ("web01,nomatch", None),
+    ("web:db:&prod:!web03", None),
+    ("ungrouped", None),
+    ("top-a", None),
+    ("all:!ungrouped", None),
+    ("*web*", None),
+    ("~.*1$", None),
+    ("k8s[0:2]", None),
+    (" web , db ", None),
+    ("web[9]", None),
+    ("prod:&gpu", None),
+    ("!db:&prod", None),
+    ("web[-2]", None),
+    ("k8s[1:]:!web0[2-4]", None),
+    ("all", Some("web")),
+    ("prod", Some("!web01")),
+    ("all", Some("@tests/fixtures/limit-file.txt")),
+    ("k8s", Some("gpu-a,db1")),
+    ("web", Some("db")),
+    ("all", Some("web[0:1]:gpu")),
+    ("k8s", Some("~^(web|gpu)")),
+];
+
+#[test]
+fn host_patterns_match_ansible_list_hosts() {
+    assert!(PATTERNS.len() >= 40);
+    let inv = fixture("patterns.ini");
+    let inv_s = inv.to_str().unwrap();
+    let cases: Vec<(&str, Option<String>)> = PATTERNS
+        .iter()
+        .map(|(p, l)| (*p, l.map(|l| l.replace("@tests/", &format!("@{}/tests/", repo().display())))))
+        .collect();
+    let mut child = ansible_cmd("python")
+        .arg(repo().join("tests/peers/ansible_hosts.py"))
+        .arg(inv_s)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&cases).unwrap().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "oracle failed");
+    let oracle: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut failures = vec![];
+    for ((pattern, limit), want) in cases.iter().zip(oracle) {
+        let mut args = vec!["hosts", pattern, "-i", inv_s];
+        if let Some(l) = limit {
+            args.extend(["--limit", l.as_str()]);
+        }
+        let ours = copctl(None, &args);
+        let got: Value = if ours.status.success() {
+            Value::from(stdout(&ours).lines().map(str::to_string).collect::<Vec<_>>())
+        } else {
+            serde_json::json!({"error": stderr(&ours)})
+        };
+        let same = match (&want, &got) {
+            (Value::Object(_), Value::Object(_)) => true, // both refused the pattern
+            _ => want == got,
+        };
+        if !same {
+            failures.push(format!("pattern {pattern:?} limit {limit:?}: ansible {want} copctl {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The oracle helper agrees with the `ansible --list-hosts` command line itself.
+#[test]
+fn oracle_helper_agrees_with_ansible_cli() {
+    let inv = fixture("patterns.ini");
+    let inv_s = inv.to_str().unwrap();
+    for (pattern, limit) in [("web:!db", None), ("k8s[1:]", Some("web"))] {
+        let mut cmd = ansible_cmd("ansible");
+        cmd.args(["-i", inv_s, pattern, "--list-hosts"]);
+        if let Some(l) = limit {
+            cmd.args(["--limit", l]);
+        }
+        let cli = cmd.output().unwrap();
+        let cli_hosts: Vec<String> =
+            stdout(&cli).lines().skip(1).map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+        let mut args = vec!["hosts", pattern, "-i", inv_s];
+        if let Some(l) = limit {
+            args.extend(["--limit", l]);
+        }
+        let ours: Vec<String> = stdout(&copctl(None, &args)).lines().map(str::to_string).collect();
+        assert_eq!(ours, cli_hosts, "pattern {pattern}");
+    }
+}

@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests: the copctl binary, the repository, and the peers
+//! (ansible-core) installed by scripts/peers-setup.sh.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures").join(name)
+}
+
+/// Runs copctl with `args` in `dir` (the repository when `None`).
+pub fn copctl(dir: Option<&Path>, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_copctl"))
+        .args(args)
+        .current_dir(dir.map(Path::to_path_buf).unwrap_or_else(repo))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("copctl runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The ansible-core venv. Missing peers are a failure, not a skip: run scripts/peers-setup.sh.
+pub fn ansible_bin(tool: &str) -> PathBuf {
+    let dir = std::env::var_os("COPCTL_PEERS_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".peers/venv"));
+    let bin = dir.join("bin").join(tool);
+    assert!(
+        bin.exists(),
+        "{} not found: the differential tests compare copctl with Ansible itself; run scripts/peers-setup.sh \
+         (or scripts/test.sh, which does it)",
+        bin.display()
+    );
+    bin
+}
+
+pub fn ansible_cmd(tool: &str) -> Command {
+    let mut c = Command::new(ansible_bin(tool));
+    c.env("PYTHONHASHSEED", "0")
+        .env("ANSIBLE_INVENTORY_UNPARSED_FAILED", "True")
+        .env("ANSIBLE_LOCALHOST_WARNING", "False")
+        .env("ANSIBLE_HOST_PATTERN_MISMATCH", "ignore")
+        .env("ANSIBLE_NOCOLOR", "1");
+    c
+}
