@@ -66,11 +66,7 @@ impl Source {
     }
 
     fn line_len(&self, line: usize) -> usize {
-        self.text
-            .lines()
-            .nth(line.saturating_sub(1))
-            .map(|l| l.trim_end().len())
-            .unwrap_or(0)
+        self.text.lines().nth(line.saturating_sub(1)).map(|l| l.trim_end().len()).unwrap_or(0)
     }
 
     /// An error at `line:column`, underlining `len` bytes (0: the rest of the line).

@@ -5,13 +5,10 @@ use clap::Parser;
 fn main() {
     let tty = std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
-        Box::new(
-            miette::MietteHandlerOpts::new()
-                .terminal_links(false)
-                .unicode(tty)
-                .color(tty && std::env::var_os("NO_COLOR").is_none())
-                .build(),
-        )
+        // Off a terminal (logs, CI, tests) lines are not wrapped, so each message stays greppable.
+        let opts = miette::MietteHandlerOpts::new().terminal_links(false);
+        let opts = if tty { opts } else { opts.wrap_lines(false) };
+        Box::new(opts.unicode(tty).color(tty && std::env::var_os("NO_COLOR").is_none()).build())
     }));
     let cli = copctl::cli::Cli::parse();
     match copctl::cli::run(cli) {

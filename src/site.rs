@@ -96,9 +96,7 @@ impl Site {
     pub fn groups_value(&self) -> &Value {
         self.groups.get_or_init(|| {
             let inv = &self.inventory;
-            Value::Object(
-                inv.groups.keys().map(|g| (g.clone(), Value::from(inv.group_hosts(g)))).collect(),
-            )
+            Value::Object(inv.groups.keys().map(|g| (g.clone(), Value::from(inv.group_hosts(g)))).collect())
         })
     }
 
@@ -117,7 +115,12 @@ impl Site {
         self.templates.render_str(text, &ctx)
     }
 
-    pub fn render_for_host(&self, pb: &Playbook, host: &str, text: &str) -> std::result::Result<String, minijinja::Error> {
+    pub fn render_for_host(
+        &self,
+        pb: &Playbook,
+        host: &str,
+        text: &str,
+    ) -> std::result::Result<String, minijinja::Error> {
         let ctx = self.context(pb, host, Arc::new(IndexMap::new()));
         self.templates.render_str(text, &ctx)
     }

@@ -116,10 +116,7 @@ pub fn host_context(
     let mut map: std::collections::BTreeMap<String, Value> =
         vars.iter().map(|(k, v)| (k.clone(), crate::template::to_value(v))).collect();
     map.insert("inventory_hostname".into(), Value::from(host));
-    map.insert(
-        "inventory_hostname_short".into(),
-        Value::from(host.split('.').next().unwrap_or(host)),
-    );
+    map.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
     map.insert("groups".into(), crate::template::to_value(groups));
     map.insert("group_names".into(), crate::template::to_value(group_names));
     map.insert("hostvars".into(), Value::from_object(HostVars(hostvars)));
@@ -150,7 +147,8 @@ fn add_filters(env: &mut Environment<'static>) {
         base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
     });
     env.add_filter("regex_replace", |s: String, pat: String, rep: String| -> Result<String, minijinja::Error> {
-        let re = regex::Regex::new(&pat).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
+        let re =
+            regex::Regex::new(&pat).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
         // Ansible (Python) writes groups as \1; the regex crate as ${1}.
         let rep = regex::Regex::new(r"\\(\d+)").expect("static regex").replace_all(&rep, "$${$1}").into_owned();
         Ok(re.replace_all(&s, rep.as_str()).into_owned())
@@ -163,7 +161,9 @@ fn add_filters(env: &mut Environment<'static>) {
             None => String::new(),
         }
     });
-    env.add_filter("ternary", |v: Value, a: Value, b: Value| -> Value { if v.is_true() { a } else { b } });
+    env.add_filter("ternary", |v: Value, a: Value, b: Value| -> Value {
+        if v.is_true() { a } else { b }
+    });
     env.add_filter("mandatory", |v: Value| -> Result<Value, minijinja::Error> {
         if v.is_undefined() {
             Err(minijinja::Error::new(ErrorKind::UndefinedError, "mandatory variable is not defined"))
@@ -171,6 +171,22 @@ fn add_filters(env: &mut Environment<'static>) {
             Ok(v)
         }
     });
+}
+
+/// Python's `shlex.quote`.
+pub fn shell_quote(s: &str) -> String {
+    if s.is_empty() {
+        return "''".into();
+    }
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
+/// Any serializable value as a template value.
+pub fn to_value<T: serde::Serialize>(v: T) -> Value {
+    Value::from(minijinja::value::Serde(v))
 }
 
 #[cfg(test)]
@@ -201,20 +217,4 @@ mod tests {
         assert_eq!(t.render_str("{{ 'abc' | b64encode }}", &ctx).unwrap(), "YWJj");
         assert!(t.eval("'true' | bool", &ctx).unwrap().is_true());
     }
-}
-
-/// Python's `shlex.quote`.
-pub fn shell_quote(s: &str) -> String {
-    if s.is_empty() {
-        return "''".into();
-    }
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c)) {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\"'\"'"))
-}
-
-/// Any serializable value as a template value.
-pub fn to_value<T: serde::Serialize>(v: T) -> Value {
-    Value::from(minijinja::value::Serde(v))
 }

@@ -11,8 +11,7 @@ const HEX_RANGE: &str = r"\[(?:[0-9a-f]+:[0-9a-f]+)(?::[0-9]+)?\]";
 const ALNUM_RANGE: &str = r"\[(?:[a-z]:[a-z]|[0-9]+:[0-9]+)(?::[0-9]+)?\]";
 
 static BRACKETED_HOSTPORT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\[(.+)\]:([0-9]+)$").unwrap());
-static HOSTPORT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)$").unwrap());
+static HOSTPORT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)$").unwrap());
 static IPV4: LazyLock<Regex> = LazyLock::new(|| {
     let c = format!(r"(?:[01]?[0-9]{{1,2}}|2[0-4][0-9]|25[0-5]|{NUMERIC_RANGE})");
     Regex::new(&format!(r"(?i)^(?:{c}\.){{3}}{c}$")).unwrap()

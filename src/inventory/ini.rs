@@ -11,8 +11,7 @@ use serde_json::Value;
 use super::{Group, Host, Inventory, address, pyliteral, range, shlex};
 use crate::error::{Error, Result, Source};
 
-static SECTION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$").unwrap());
+static SECTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$").unwrap());
 static GROUP_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([^:\]\s]+)\s*(?:#.*)?$").unwrap());
 
 #[derive(Clone, Copy, PartialEq)]
@@ -69,14 +68,15 @@ pub fn parse(source: Source) -> Result<Inventory> {
                 }
                 inv.groups.insert(name.clone(), Group::new(&name, lineno));
             }
-            if state != State::Vars {
-                if let Some(p) = pending.get(&name) {
-                    match p.state {
-                        State::Children => add_pending_children(&mut inv, &name, &mut pending)
-                            .map_err(|m| err(&inv, lineno, col, m, "creates a loop", "remove one of the :children entries"))?,
-                        _ => {
-                            pending.shift_remove(&name);
-                        }
+            if state != State::Vars
+                && let Some(p) = pending.get(&name)
+            {
+                match p.state {
+                    State::Children => add_pending_children(&mut inv, &name, &mut pending).map_err(|m| {
+                        err(&inv, lineno, col, m, "creates a loop", "remove one of the :children entries")
+                    })?,
+                    _ => {
+                        pending.shift_remove(&name);
                     }
                 }
             }
@@ -172,9 +172,7 @@ fn add_pending_children(
 
 fn add_child_checked(inv: &mut Inventory, parent: &str, child: &str) -> std::result::Result<(), String> {
     if parent == child || inv.ancestors(parent).contains(child) {
-        return Err(format!(
-            "Adding group '{child}' as child to '{parent}' creates a recursive dependency loop"
-        ));
+        return Err(format!("Adding group '{child}' as child to '{parent}' creates a recursive dependency loop"));
     }
     inv.add_child(parent, child);
     Ok(())
@@ -220,9 +218,14 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
     }
     let names = if range::has_range(&pattern) {
         range::expand(&pattern).map_err(|m| {
-            inv.source.error_at(lineno, col, first.len(), format!("bad host range: {m}"), "this range", Some(
-                "ranges are [01:20] (zero-padded: equal widths), [a:f], or [1:10:2]".into(),
-            ))
+            inv.source.error_at(
+                lineno,
+                col,
+                first.len(),
+                format!("bad host range: {m}"),
+                "this range",
+                Some("ranges are [01:20] (zero-padded: equal widths), [a:f], or [1:10:2]".into()),
+            )
         })?
     } else {
         vec![pattern]

@@ -162,8 +162,7 @@ impl Inventory {
     /// `group_names`: the host's groups without `all`, sorted, as in
     /// Ansible.
     pub fn group_names(&self, host: &str) -> Vec<String> {
-        let mut v: Vec<String> =
-            self.host_groups(host).into_iter().filter(|g| g != "all").collect();
+        let mut v: Vec<String> = self.host_groups(host).into_iter().filter(|g| g != "all").collect();
         v.sort();
         v
     }

@@ -7,7 +7,6 @@ use serde_json::{Map, Value, json};
 use super::Inventory;
 use crate::vars::secret::mask_secret_values;
 
-
 /// `ansible-inventory --list` for the whole inventory. Secret-named variables are masked.
 pub fn list_json(inv: &Inventory) -> Value {
     let hosts = inv.group_hosts("all");

@@ -141,9 +141,10 @@ impl Inventory {
         let start: i64 = m[3].parse().unwrap_or(i64::MAX);
         let end: i64 = if m[5].is_empty() { -1 } else { m[5].parse().unwrap_or(i64::MAX) };
         if end == 0 {
-            return hosts.get(start as usize).map(|h| vec![h.clone()]).ok_or_else(|| {
-                Error::plain(format!("No hosts matched the subscripted pattern '{pattern}'"))
-            });
+            return hosts
+                .get(start as usize)
+                .map(|h| vec![h.clone()])
+                .ok_or_else(|| Error::plain(format!("No hosts matched the subscripted pattern '{pattern}'")));
         }
         let end = if end == -1 { n - 1 } else { end };
         let (s, e) = (start.clamp(0, n), (end + 1).clamp(0, n));
@@ -231,11 +232,7 @@ mod tests {
     use crate::error::Source;
 
     fn inv() -> Inventory {
-        Inventory::parse(Source::new(
-            "t.ini",
-            "[web]\nweb[1:4]\n[db]\ndb1\nweb2\n[prod:children]\nweb\ndb\n",
-        ))
-        .unwrap()
+        Inventory::parse(Source::new("t.ini", "[web]\nweb[1:4]\n[db]\ndb1\nweb2\n[prod:children]\nweb\ndb\n")).unwrap()
     }
 
     fn sel(p: &str) -> Vec<String> {

@@ -154,8 +154,7 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Option<Value> {
         let start = self.i;
-        while self.i < self.s.len()
-            && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
         {
             // An exponent sign belongs to the number: 1e-3.
             if matches!(self.s[self.i], b'e' | b'E')

@@ -39,20 +39,21 @@ pub fn expand(name: &str) -> Result<Vec<String>, String> {
         0
     };
     const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    let items: Vec<String> = match (LETTERS.find(beg).filter(|_| beg.len() == 1), LETTERS.find(end).filter(|_| end.len() == 1)) {
-        (Some(b), Some(e)) => {
-            if b > e {
-                return Err(format!("host range [{body}] must have begin <= end"));
+    let items: Vec<String> =
+        match (LETTERS.find(beg).filter(|_| beg.len() == 1), LETTERS.find(end).filter(|_| end.len() == 1)) {
+            (Some(b), Some(e)) => {
+                if b > e {
+                    return Err(format!("host range [{body}] must have begin <= end"));
+                }
+                LETTERS[b..=e].chars().step_by(step).map(String::from).collect()
             }
-            LETTERS[b..=e].chars().step_by(step).map(String::from).collect()
-        }
-        _ => {
-            let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) else {
-                return Err(format!("host range [{body}] must be numeric (01:10) or alphabetic (a:f)"));
-            };
-            (b..=e).step_by(step).map(|n| format!("{n:0width$}")).collect()
-        }
-    };
+            _ => {
+                let (Ok(b), Ok(e)) = (beg.parse::<u64>(), end.parse::<u64>()) else {
+                    return Err(format!("host range [{body}] must be numeric (01:10) or alphabetic (a:f)"));
+                };
+                (b..=e).step_by(step).map(|n| format!("{n:0width$}")).collect()
+            }
+        };
     let mut out = Vec::new();
     for item in items {
         let host = format!("{head}{item}{tail}");

@@ -147,13 +147,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         None => None,
     };
     check_needs_cycles(&playbooks)?;
-    let mut b = Builder {
-        site,
-        graph: DiGraph::new(),
-        host_end: vec![],
-        play_end: vec![],
-        producers: HashMap::new(),
-    };
+    let mut b = Builder { site, graph: DiGraph::new(), host_end: vec![], play_end: vec![], producers: HashMap::new() };
     let mut all_batches = Vec::new();
     let mut warnings = Vec::new();
     // Names each in-limit step uses, to decide which read-only steps outside the limit are needed.
@@ -186,12 +180,11 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         }
         play_hosts.push(per_play);
     }
-    for (pi, pb) in playbooks.iter().enumerate() {
+    for (pi, hosts_of_plays) in play_hosts.iter().enumerate() {
         b.host_end.push(HashMap::new());
         b.play_end.push(Vec::new());
         let mut pb_batches = Vec::new();
-        for ki in 0..pb.plays.len() {
-            let (inside, outside) = &play_hosts[pi][ki];
+        for (ki, (inside, outside)) in hosts_of_plays.iter().enumerate() {
             let batches = b.add_play(&playbooks, pi, ki, inside, outside, &used)?;
             pb_batches.push(batches);
         }

@@ -85,14 +85,26 @@ pub fn text(plan: &Plan) -> String {
     }
     let nodes: Vec<NodeIndex> = plan.graph.node_indices().collect();
     for (pi, pb) in plan.playbooks.iter().enumerate() {
-        let _ = writeln!(out, "playbook {}{}", pb.name, pb.description.as_ref().map(|d| format!(" — {d}")).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "playbook {}{}",
+            pb.name,
+            pb.description.as_ref().map(|d| format!(" — {d}")).unwrap_or_default()
+        );
         for (ki, play) in pb.plays.iter().enumerate() {
             let mut attrs = vec![format!("hosts: {}", play.hosts)];
             if !play.serial.is_empty() {
-                attrs.push(format!("serial: {}", play.serial.iter().map(|b| match b {
-                    crate::playbook::Batch::Count(n) => n.to_string(),
-                    crate::playbook::Batch::Percent(p) => format!("{p}%"),
-                }).collect::<Vec<_>>().join(", ")));
+                attrs.push(format!(
+                    "serial: {}",
+                    play.serial
+                        .iter()
+                        .map(|b| match b {
+                            crate::playbook::Batch::Count(n) => n.to_string(),
+                            crate::playbook::Batch::Percent(p) => format!("{p}%"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
             match &play.needs {
                 Some(n) if !n.is_empty() => attrs.push(format!("needs: {}", n.join(", "))),
@@ -152,7 +164,11 @@ pub fn text(plan: &Plan) -> String {
     }
     let steps = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count();
     let hosts = super::changed_hosts(plan);
-    let _ = writeln!(out, "{steps} tasks; hosts that may change: {}", if hosts.is_empty() { "none".into() } else { hosts.join(", ") });
+    let _ = writeln!(
+        out,
+        "{steps} tasks; hosts that may change: {}",
+        if hosts.is_empty() { "none".into() } else { hosts.join(", ") }
+    );
     out
 }
 

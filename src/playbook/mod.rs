@@ -129,10 +129,7 @@ pub struct PlaybookSource {
 impl PlaybookSource {
     /// Names of all playbooks available (embedded and overrides), sorted.
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = EMBEDDED
-            .files()
-            .filter_map(|f| yaml_stem(f.path()))
-            .collect();
+        let mut names: Vec<String> = EMBEDDED.files().filter_map(|f| yaml_stem(f.path())).collect();
         if let Some(dir) = &self.override_dir
             && let Ok(rd) = std::fs::read_dir(dir)
         {
@@ -203,14 +200,21 @@ impl Playbook {
             let (line, col) = at(&p.referenced);
             let d = p.value;
             if plays.iter().any(|x| x.name == d.name) {
-                return Err(source.error_at(line, col, 0, format!("two plays are named '{}'", d.name), "duplicate", Some(
-                    "play names are what `needs:` refers to: make them unique".into(),
-                )));
+                return Err(source.error_at(
+                    line,
+                    col,
+                    0,
+                    format!("two plays are named '{}'", d.name),
+                    "duplicate",
+                    Some("play names are what `needs:` refers to: make them unique".into()),
+                ));
             }
             let serial = match d.serial {
                 None => vec![],
                 Some(SerialDef::One(i)) => vec![batch(&source, line, col, &i, "serial")?],
-                Some(SerialDef::Many(v)) => v.iter().map(|i| batch(&source, line, col, i, "serial")).collect::<Result<_>>()?,
+                Some(SerialDef::Many(v)) => {
+                    v.iter().map(|i| batch(&source, line, col, i, "serial")).collect::<Result<_>>()?
+                }
             };
             let max_fail = d.max_fail.as_ref().map(|i| batch(&source, line, col, i, "max_fail")).transpose()?;
             let mut steps = Vec::new();
@@ -290,9 +294,14 @@ fn batch(source: &Source, line: usize, col: usize, item: &SerialItem, field: &st
     match item {
         SerialItem::Count(n) => Ok(Batch::Count(*n as usize)),
         SerialItem::Percent(s) => parse_percent(s).map(Batch::Percent).ok_or_else(|| {
-            source.error_at(line, col, 0, format!("{field}: '{s}' is neither a count nor a percentage"), "in this play", Some(
-                format!("write {field}: 1, {field}: \"30%\" or a list of those"),
-            ))
+            source.error_at(
+                line,
+                col,
+                0,
+                format!("{field}: '{s}' is neither a count nor a percentage"),
+                "in this play",
+                Some(format!("write {field}: 1, {field}: \"30%\" or a list of those")),
+            )
         }),
     }
 }
@@ -304,19 +313,34 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
         } else {
             (format!("this step has {} actions: {}", found.len(), found.join(", ")), "one action per step")
         };
-        source.error_at(line, col, 0, msg, label, Some(format!("a step has exactly one of: {}", step::KINDS.join(", "))))
+        source.error_at(
+            line,
+            col,
+            0,
+            msg,
+            label,
+            Some(format!("a step has exactly one of: {}", step::KINDS.join(", "))),
+        )
     })?;
     let name = match &def.name {
         Some(n) => n.clone(),
         None if handler => {
-            return Err(source.error_at(line, col, 0, "a handler needs a name", "unnamed handler", Some(
-                "steps notify handlers by name: add `name:`".into(),
-            )));
+            return Err(source.error_at(
+                line,
+                col,
+                0,
+                "a handler needs a name",
+                "unnamed handler",
+                Some("steps notify handlers by name: add `name:`".into()),
+            ));
         }
         None => action.kind().to_string(),
     };
     let read_only = def.read_only.unwrap_or_else(|| action.inherently_read_only());
-    if def.read_only == Some(true) && !action.inherently_read_only() && !matches!(action, Action::Command(_) | Action::Shell(_) | Action::Kube(_)) {
+    if def.read_only == Some(true)
+        && !action.inherently_read_only()
+        && !matches!(action, Action::Command(_) | Action::Shell(_) | Action::Kube(_))
+    {
         return Err(source.error_at(line, col, 0, format!("a {} step cannot be read_only", action.kind()), "changes the host", Some(
             "only command, shell and kube steps can be declared read_only (and slurp, fetch, wait_for, assert, debug, set_fact are already)".into(),
         )));

@@ -34,11 +34,42 @@ pub enum Condition {
 }
 
 /// `command:` is an argv list (no shell) or a line split like a shell would, without running one.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum CommandArgs {
     Line(String),
     Argv(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for CommandArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CommandArgs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a command line or a list of arguments")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<CommandArgs, E> {
+                Ok(CommandArgs::Line(s.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CommandArgs, A::Error> {
+                // Arguments are text: `[true]` or `[sleep, 5]` mean the words, not a bool or number.
+                let mut argv = Vec::new();
+                while let Some(v) = seq.next_element::<Value>()? {
+                    argv.push(match v {
+                        Value::String(s) => s,
+                        Value::Bool(b) => b.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        other => {
+                            return Err(serde::de::Error::custom(format!("command arguments are words; got {other}")));
+                        }
+                    });
+                }
+                Ok(CommandArgs::Argv(argv))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -331,8 +362,25 @@ pub enum Action {
 }
 
 pub const KINDS: &[&str] = &[
-    "command", "shell", "copy", "template", "file", "line", "block", "service", "package", "slurp",
-    "fetch", "wait_for", "reboot", "authorized_key", "kube", "helm", "assert", "debug", "set_fact",
+    "command",
+    "shell",
+    "copy",
+    "template",
+    "file",
+    "line",
+    "block",
+    "service",
+    "package",
+    "slurp",
+    "fetch",
+    "wait_for",
+    "reboot",
+    "authorized_key",
+    "kube",
+    "helm",
+    "assert",
+    "debug",
+    "set_fact",
 ];
 
 impl Action {
@@ -364,7 +412,12 @@ impl Action {
     pub fn inherently_read_only(&self) -> bool {
         matches!(
             self,
-            Action::Slurp(_) | Action::Fetch(_) | Action::WaitFor(_) | Action::Assert(_) | Action::Debug(_) | Action::SetFact(_)
+            Action::Slurp(_)
+                | Action::Fetch(_)
+                | Action::WaitFor(_)
+                | Action::Assert(_)
+                | Action::Debug(_)
+                | Action::SetFact(_)
         ) || matches!(self, Action::Kube(k) if k.action == KubeAction::WaitReady)
     }
 }

@@ -37,9 +37,14 @@ impl EnvFile {
         }
         let value: Value = crate::yaml::parse(&source)?;
         let Value::Object(map) = value else {
-            return Err(source.error_at(1, 1, 0, "env.yaml must be a mapping of settings", "not a mapping", Some(
-                "write one `name: value` per line at the top level".into(),
-            )));
+            return Err(source.error_at(
+                1,
+                1,
+                0,
+                "env.yaml must be a mapping of settings",
+                "not a mapping",
+                Some("write one `name: value` per line at the top level".into()),
+            ));
         };
         let mut vars: Vars = map.into_iter().collect();
         // `secret_vars` lists more names to treat as secrets; it is not itself a variable.
@@ -48,9 +53,14 @@ impl EnvFile {
             Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
             Some(_) => {
                 let line = source.text.lines().position(|l| l.starts_with("secret_vars")).unwrap_or(0) + 1;
-                return Err(source.error_at(line, 1, 0, "secret_vars must be a list of variable names", "here", Some(
-                    "e.g. secret_vars: [harbor_admin_pw, ldap_bind]".into(),
-                )));
+                return Err(source.error_at(
+                    line,
+                    1,
+                    0,
+                    "secret_vars must be a list of variable names",
+                    "here",
+                    Some("e.g. secret_vars: [harbor_admin_pw, ldap_bind]".into()),
+                ));
             }
         };
         Ok(EnvFile { vars, secret_names, source: Some(source) })

@@ -144,8 +144,11 @@ mod tests {
         let mut found = vec![];
         names.collect_values(&v, &mut found);
         names.mask(&mut v);
-        assert_eq!(v, json!({"registry_password": MASK, "harbor_auth": MASK, "user": "admin",
-                             "nested": {"join_token": MASK}}));
+        assert_eq!(
+            v,
+            json!({"registry_password": MASK, "harbor_auth": MASK, "user": "admin",
+                             "nested": {"join_token": MASK}})
+        );
         let r = Redactor::new(found);
         assert_eq!(r.redact("login admin:pw1 token K10::x"), format!("login admin:{MASK} token {MASK}"));
         assert_eq!(format!("{} {:?}", Secret::new("pw1"), Secret::new("pw1")), format!("{MASK} {MASK}"));

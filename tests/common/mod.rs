@@ -33,9 +33,7 @@ pub fn stderr(o: &Output) -> String {
 
 /// The ansible-core venv. Missing peers are a failure, not a skip: run scripts/peers-setup.sh.
 pub fn ansible_bin(tool: &str) -> PathBuf {
-    let dir = std::env::var_os("COPCTL_PEERS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".peers/venv"));
+    let dir = std::env::var_os("COPCTL_PEERS_VENV").map(PathBuf::from).unwrap_or_else(|| repo().join(".peers/venv"));
     let bin = dir.join("bin").join(tool);
     assert!(
         bin.exists(),

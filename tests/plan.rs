@@ -1,0 +1,190 @@
+//! `copctl plan`: the task graph of the example site, its `--limit` boundary, batches and
+//! ordering, read from the documented JSON.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+
+use common::*;
+use serde_json::Value;
+
+fn plan_json(args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["plan"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    let o = copctl(None, &all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["tasks"].as_array().unwrap().clone()
+}
+
+/// Every task a task waits for, directly or not.
+fn ancestors(tasks: &[Value], id: u64) -> BTreeSet<u64> {
+    let by_id: HashMap<u64, &Value> = tasks.iter().map(|t| (t["id"].as_u64().unwrap(), t)).collect();
+    let mut out = BTreeSet::new();
+    let mut todo = vec![id];
+    while let Some(i) = todo.pop() {
+        for d in by_id[&i]["depends_on"].as_array().unwrap() {
+            let d = d.as_u64().unwrap();
+            if out.insert(d) {
+                todo.push(d);
+            }
+        }
+    }
+    out
+}
+
+fn steps<'a>(tasks: &'a [Value], play: &str, host: &str) -> Vec<&'a Value> {
+    tasks.iter().filter(|t| t["play"] == play && t["host"] == host).collect()
+}
+
+#[test]
+fn limit_to_one_worker_changes_only_that_worker() {
+    let tasks = plan_json(&["rke2-install", "--limit", "cop-worker-3"]);
+    let mutating_hosts: BTreeSet<&str> = tasks
+        .iter()
+        .filter(|t| t["kind"] != "barrier" && t["read_only"] == false)
+        .map(|t| t["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(mutating_hosts, BTreeSet::from(["cop-worker-3"]));
+    // The join token is read on the first server, outside the limit, read-only.
+    let token = tasks.iter().find(|t| t["step"] == "read the join token").expect("token read planned");
+    assert_eq!(token["host"], "cop-master-1");
+    assert_eq!(token["read_only"], true);
+    assert_eq!(token["outside_limit"], true);
+    // Nothing outside the limit that is not read-only.
+    assert!(tasks.iter().filter(|t| t["outside_limit"] == true).all(|t| t["read_only"] == true));
+    // The worker's config waits for the token read.
+    let config = steps(&tasks, "agents", "cop-worker-3").into_iter().find(|t| t["kind"] == "template").unwrap();
+    assert!(ancestors(&tasks, config["id"].as_u64().unwrap()).contains(&token["id"].as_u64().unwrap()));
+    // No other server and no other agent is touched.
+    assert!(tasks.iter().all(|t| t["host"].is_null() || t["host"] == "cop-worker-3" || t["host"] == "cop-master-1"));
+}
+
+#[test]
+fn servers_join_one_at_a_time_and_agents_need_only_the_first_server() {
+    let tasks = plan_json(&["rke2-install"]);
+    let batch_of = |host: &str| steps(&tasks, "other-servers", host)[0]["batch"].as_u64().unwrap();
+    assert_eq!((batch_of("cop-master-2"), batch_of("cop-master-3")), (1, 2));
+    // master-3's first step waits for everything master-2 does.
+    let m3_first = steps(&tasks, "other-servers", "cop-master-3")[0]["id"].as_u64().unwrap();
+    let anc = ancestors(&tasks, m3_first);
+    for t in steps(&tasks, "other-servers", "cop-master-2") {
+        assert!(anc.contains(&t["id"].as_u64().unwrap()), "master-3 starts before master-2's {}", t["step"]);
+    }
+    // Other servers start after the first server finished.
+    let first_server: BTreeSet<u64> =
+        steps(&tasks, "first-server", "cop-master-1").iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    let m2_first = steps(&tasks, "other-servers", "cop-master-2")[0]["id"].as_u64().unwrap();
+    assert!(first_server.is_subset(&ancestors(&tasks, m2_first)));
+    // Agents: all in one batch (≤ 50), after the first server, never waiting for the others.
+    let other_servers: BTreeSet<u64> = tasks
+        .iter()
+        .filter(|t| t["play"] == "other-servers" && t["kind"] != "barrier")
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    for host in ["cop-worker-1", "cop-worker-2", "cop-worker-3", "cop-gpu-1", "cop-gpu-2"] {
+        let agent = steps(&tasks, "agents", host);
+        assert_eq!(agent[0]["batch"], 1);
+        let anc = ancestors(&tasks, agent.last().unwrap()["id"].as_u64().unwrap());
+        assert!(first_server.is_subset(&anc), "{host} does not wait for the first server");
+        assert!(anc.is_disjoint(&other_servers), "{host} waits for another server");
+    }
+}
+
+#[test]
+fn handlers_follow_their_hosts_steps() {
+    let tasks = plan_json(&["rke2-install", "--limit", "cop-gpu-1"]);
+    let gpu = steps(&tasks, "agents", "cop-gpu-1");
+    let last = gpu.last().unwrap();
+    assert_eq!(last["handler"], true);
+    assert_eq!(last["step"], "restart rke2 (handler)");
+    let anc = ancestors(&tasks, last["id"].as_u64().unwrap());
+    assert!(gpu[..gpu.len() - 1].iter().all(|t| anc.contains(&t["id"].as_u64().unwrap())));
+}
+
+#[test]
+fn plan_text_and_dot_render() {
+    let o = copctl(None, &["plan", "rke2-install", "--limit", "cop-worker-3"]);
+    let text = stdout(&o);
+    assert!(text.contains("outside --limit, read-only: cop-master-1"), "{text}");
+    assert!(
+        text.contains("hosts that may change: cop-worker-3\n")
+            || text.ends_with("hosts that may change: cop-worker-3\n"),
+        "{text}"
+    );
+    let o = copctl(None, &["plan", "rke2-install", "--format", "dot"]);
+    let dot = stdout(&o);
+    assert!(dot.starts_with("digraph plan {") && dot.contains("->"), "{dot}");
+}
+
+#[test]
+fn serial_batches_percent_and_list_with_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts: String = (1..=10).map(|i| format!("n{i:02}\n")).collect();
+    std::fs::write(dir.path().join("inventory.ini"), format!("[nodes]\n{hosts}")).unwrap();
+    std::fs::create_dir(dir.path().join("playbooks")).unwrap();
+    std::fs::write(
+        dir.path().join("playbooks/roll.yaml"),
+        "plays:\n  - name: roll\n    hosts: nodes\n    serial: [1, \"30%\"]\n    steps:\n      - name: announce\n        debug: { msg: hi }\n        run_once: true\n      - name: work\n        command: [true]\n",
+    )
+    .unwrap();
+    let o = copctl(Some(dir.path()), &["plan", "roll", "-i", "inventory.ini", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tasks = v["tasks"].as_array().unwrap();
+    let mut batches: Vec<Vec<&str>> = vec![];
+    for t in tasks.iter().filter(|t| t["step"] == "work") {
+        let b = t["batch"].as_u64().unwrap() as usize;
+        if batches.len() < b {
+            batches.resize(b, vec![]);
+        }
+        batches[b - 1].push(t["host"].as_str().unwrap());
+    }
+    let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [1, 3, 3, 3]);
+    // run_once: one announce task per batch, on the batch's first host.
+    let announce: Vec<&str> =
+        tasks.iter().filter(|t| t["step"] == "announce").map(|t| t["host"].as_str().unwrap()).collect();
+    assert_eq!(announce, ["n01", "n02", "n05", "n08"]);
+}
+
+#[test]
+fn limit_from_a_file_like_last_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("last-failed");
+    std::fs::write(&f, "cop-worker-2\ncop-gpu-1\n").unwrap();
+    let limit = format!("@{}", f.display());
+    let tasks = plan_json(&["rke2-install", "--limit", &limit]);
+    let hosts: BTreeSet<&str> = tasks
+        .iter()
+        .filter(|t| t["read_only"] == false && t["kind"] != "barrier")
+        .map(|t| t["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, BTreeSet::from(["cop-gpu-1", "cop-worker-2"]));
+}
+
+#[test]
+fn validate_checks_every_shipped_playbook() {
+    let o = copctl(None, &["validate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("ok: 9 host(s)"), "{}", stdout(&o));
+}
+
+#[test]
+fn secrets_print_masked() {
+    let o = copctl(None, &["inventory", "host", "cop-worker-3"]);
+    assert!(o.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("inventory.ini"),
+        "[n]\nh1 registry_password=s3cr3t-pw api_token=tok-123 user=admin\n",
+    )
+    .unwrap();
+    let o = copctl(Some(dir.path()), &["inventory", "host", "h1", "-i", "inventory.ini"]);
+    let text = stdout(&o);
+    assert!(!text.contains("s3cr3t-pw") && !text.contains("tok-123"), "{text}");
+    assert!(text.contains("\"registry_password\": \"********\"") && text.contains("\"user\": \"admin\""), "{text}");
+    let o = copctl(Some(dir.path()), &["inventory", "list", "-i", "inventory.ini"]);
+    assert!(!stdout(&o).contains("s3cr3t-pw"));
+}
