@@ -7,10 +7,12 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::adhoc::OutputFormat;
 use crate::error::{Error, Result};
 use crate::inventory::output;
 use crate::plan;
 use crate::site::{Site, SiteOptions};
+use crate::transport::{HostKeyPolicy, HostSpec, KnownHosts, Pool, SshConfigFile, SshOptions};
 
 #[derive(Debug, Parser)]
 #[command(name = "copctl", version, about = "Install and operate OPENMARU COP clusters (RKE2, Harbor, GPU Operator)")]
@@ -27,6 +29,21 @@ pub struct Cli {
     /// Templates overriding the built-in ones (default: templates/ beside the inventory).
     #[arg(long, global = true)]
     pub template_dir: Option<PathBuf>,
+    /// Hosts worked on at once.
+    #[arg(short = 'f', long, global = true, default_value_t = 64)]
+    pub forks: usize,
+    /// known_hosts file to check host keys against (default: ~/.ssh/known_hosts).
+    #[arg(long, global = true, env = "COPCTL_KNOWN_HOSTS")]
+    pub known_hosts: Option<PathBuf>,
+    /// accept-new records unknown host keys and refuses changed ones; strict refuses both.
+    #[arg(long, global = true, value_enum, default_value_t = HostKeyPolicy::AcceptNew)]
+    pub host_key_checking: HostKeyPolicy,
+    /// Seconds to wait for a host's SSH connection.
+    #[arg(long, global = true, default_value_t = 10)]
+    pub connect_timeout: u64,
+    /// ssh_config file (default: ~/.ssh/config).
+    #[arg(long, global = true)]
+    pub ssh_config: Option<PathBuf>,
     /// More output (-v, -vv, -vvv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -70,6 +87,35 @@ pub enum Command {
     },
     /// List the playbooks available (built-in and overrides).
     Playbooks,
+    /// Run one command on every matched host in parallel (like `ansible PATTERN -m shell -a`).
+    Exec {
+        pattern: String,
+        #[arg(short, long)]
+        limit: Option<String>,
+        /// Seconds before the command is abandoned on a host.
+        #[arg(long, default_value_t = 1800)]
+        timeout: u64,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+        /// The command (after `--`), run by the remote login shell.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Install this machine's public key on a host (replaces run-sshkeycopy.sh).
+    SshCopyId {
+        /// Inventory host name, or an address.
+        target: Option<String>,
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        port: Option<u16>,
+        /// Public key to install (default: ~/.ssh/id_ed25519.pub, id_ecdsa.pub or id_rsa.pub).
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// Every inventory host that key authentication cannot reach yet.
+        #[arg(long, conflicts_with = "target")]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +147,26 @@ impl Cli {
             playbook_dir: self.playbook_dir.clone(),
             template_dir: self.template_dir.clone(),
         })
+    }
+}
+
+impl Cli {
+    fn ssh_options(&self) -> SshOptions {
+        let path = self.known_hosts.clone().unwrap_or_else(KnownHosts::default_path);
+        if self.host_key_checking == HostKeyPolicy::Off {
+            eprintln!(
+                "warning: --host-key-checking off: host keys are not verified; anyone on the path can pose as a host"
+            );
+        }
+        let mut o = SshOptions::new(KnownHosts::new(path, self.host_key_checking));
+        o.connect_timeout = std::time::Duration::from_secs(self.connect_timeout.max(1));
+        o
+    }
+
+    fn pool(&self, site: &Site, hosts: &[String]) -> Pool {
+        let cfg = SshConfigFile::load(self.ssh_config.as_deref());
+        let specs = hosts.iter().map(|h| HostSpec::from_inventory(&site.inventory, h, &cfg)).collect();
+        Pool::new(specs, self.ssh_options(), self.forks)
     }
 }
 
@@ -166,6 +232,27 @@ pub fn run(cli: Cli) -> Result<i32> {
                 names.len()
             )?;
         }
+        Command::Exec { pattern, limit, timeout, output, command } => {
+            let site = cli.site(&[])?;
+            let hosts = site.inventory.select(pattern, limit.as_deref())?;
+            if hosts.is_empty() {
+                return Err(site.inventory.no_match_error("pattern", pattern));
+            }
+            let pool = std::sync::Arc::new(cli.pool(&site, &hosts));
+            drop(out);
+            return crate::adhoc::exec(
+                &site,
+                pool,
+                hosts,
+                command.join(" "),
+                std::time::Duration::from_secs(*timeout),
+                *output,
+            );
+        }
+        Command::SshCopyId { target, user, port, key, all } => {
+            drop(out);
+            return ssh_copy_id(&cli, target.as_deref(), user.as_deref(), *port, key.as_deref(), *all);
+        }
         Command::Playbooks => {
             let site = cli.site(&[])?;
             for name in site.playbooks.names() {
@@ -175,4 +262,68 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+fn ssh_copy_id(
+    cli: &Cli,
+    target: Option<&str>,
+    user: Option<&str>,
+    port: Option<u16>,
+    key: Option<&std::path::Path>,
+    all: bool,
+) -> Result<i32> {
+    use crate::keycopy::{Copied, copy_id, password_source, public_key_file, spec_for};
+    let pubkey = public_key_file(key)?;
+    let pubkey_text =
+        std::fs::read_to_string(&pubkey).map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;
+    let opts = cli.ssh_options();
+    let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
+    // An inventory host keeps its address, port and user unless overridden; an address is used as is.
+    let site = if cli.inventory.exists() { Some(cli.site(&[])?) } else { None };
+    let spec_of = |name: &str| -> HostSpec {
+        let (address, p, u) = match site.as_ref().filter(|s| s.inventory.hosts.contains_key(name)) {
+            Some(s) => {
+                let spec = HostSpec::from_inventory(&s.inventory, name, &cfg);
+                (spec.endpoint.address, spec.endpoint.port, spec.endpoint.user)
+            }
+            None => (name.to_string(), 22, "root".to_string()),
+        };
+        spec_for(name, &address, port.unwrap_or(p), user.unwrap_or(&u), &pubkey)
+    };
+    let targets: Vec<String> = if all {
+        let s = site.as_ref().ok_or_else(|| Error::plain("--all needs an inventory (-i)"))?;
+        s.inventory
+            .hosts
+            .iter()
+            .filter(|(_, h)| !matches!(h.vars.get("ansible_connection").and_then(|v| v.as_str()), Some("local")))
+            .map(|(n, _)| n.clone())
+            .collect()
+    } else {
+        vec![
+            target
+                .ok_or_else(|| {
+                    Error::with_help("name a host or an address", "copctl ssh-copy-id cop-worker-3, or --all")
+                })?
+                .to_string(),
+        ]
+    };
+    let password = password_source("SSH password: ".to_string());
+    let rt = crate::runtime()?;
+    let mut failed = 0;
+    for t in &targets {
+        let spec = spec_of(t);
+        match rt.block_on(copy_id(&spec, &opts, &pubkey_text, &password)) {
+            Ok(Copied::AlreadyWorked) => {
+                println!("{t}: key authentication already works for {}; nothing changed", spec.target())
+            }
+            Ok(Copied::Installed) => {
+                println!("{t}: installed {} for {}; key authentication works", pubkey.display(), spec.target())
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("{t}: {e}");
+            }
+        }
+    }
+    Ok(if failed > 0 { 2 } else { 0 })
 }

@@ -1,12 +1,23 @@
 //! copctl: an Ansible-compatible orchestrator for installing and operating OPENMARU COP (RKE2,
 //! Harbor, NVIDIA GPU Operator). Data flows one way: load → select → plan → execute → report.
 
+pub mod adhoc;
 pub mod cli;
 pub mod error;
 pub mod inventory;
+pub mod keycopy;
 pub mod plan;
 pub mod playbook;
 pub mod site;
 pub mod template;
+pub mod transport;
 pub mod vars;
 pub mod yaml;
+
+/// The async runtime of a command that talks to hosts.
+pub fn runtime() -> error::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| error::Error::plain(format!("cannot start the async runtime: {e}")))
+}

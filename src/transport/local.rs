@@ -1,0 +1,75 @@
+//! `ansible_connection=local`: the same operations on this machine, without SSH.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use super::{ExecOutput, PutSource, TransportError};
+
+#[derive(Debug, Clone)]
+pub struct LocalConnection {
+    pub name: String,
+}
+
+impl LocalConnection {
+    pub async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, TransportError> {
+        let local = |e: std::io::Error| TransportError::Local { reason: format!("{}: {e}", self.name) };
+        let mut child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(local)?;
+        let mut input = child.stdin.take().expect("piped stdin");
+        let data = stdin.map(<[u8]>::to_vec).unwrap_or_default();
+        let writer = tokio::spawn(async move {
+            let _ = input.write_all(&data).await;
+        });
+        let out = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+            Ok(r) => r.map_err(local)?,
+            Err(_) => return Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
+        };
+        let _ = writer.await;
+        use std::os::unix::process::ExitStatusExt;
+        Ok(ExecOutput {
+            status: out.status.code().map(|c| c as u32),
+            signal: out.status.signal().map(|s| format!("signal {s}")),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    pub async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
+        let local = |e: std::io::Error| TransportError::Local { reason: format!("{dest}: {e}") };
+        let data = match source {
+            PutSource::Bytes(b) => b,
+            PutSource::File(p) => tokio::fs::read(&p).await.map_err(local)?,
+        };
+        let digest = hex::encode(Sha256::digest(&data));
+        let dest_path = Path::new(dest);
+        let dir = dest_path.parent().unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(".copctl-{}", std::process::id()));
+        tokio::fs::write(&tmp, &data).await.map_err(local)?;
+        use std::os::unix::fs::PermissionsExt;
+        tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).await.map_err(local)?;
+        tokio::fs::rename(&tmp, dest_path).await.map_err(local)?;
+        Ok(digest)
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+        tokio::fs::read(path)
+            .await
+            .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("reading {path}: {e}") })
+    }
+}

@@ -1,0 +1,218 @@
+//! Talking to hosts: the `Transport` trait and its two implementations, `ssh` (russh) and
+//! `local` (`ansible_connection=local`), plus the per-run pool that opens one connection per
+//! host, lazily and concurrently (bounded by `--forks`). Knows nothing of playbooks.
+
+pub mod known_hosts;
+mod local;
+pub mod spec;
+pub mod ssh;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, OnceCell, Semaphore};
+
+pub use known_hosts::{HostKeyPolicy, KnownHosts};
+pub use local::LocalConnection;
+pub use spec::{ConnectionKind, HostSpec, SshConfigFile};
+pub use ssh::{SshConnection, SshOptions, StdinSource};
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    #[error("{host}: unreachable: {reason}")]
+    Unreachable { host: String, reason: String, transient: bool },
+    #[error(
+        "{host}: the host key has changed (now {fingerprint}); refusing to connect. If the host was reinstalled, \
+         remove line {line} of {} (`ssh-keygen -R '{entry}' -f {}`)",
+        file.display(),
+        file.display()
+    )]
+    HostKeyChanged { host: String, file: PathBuf, line: usize, fingerprint: String, entry: String },
+    #[error(
+        "{host}: unknown host key {fingerprint} and --host-key-checking strict; add it to {} or use accept-new",
+        file.display()
+    )]
+    HostKeyUnknown { host: String, file: PathBuf, fingerprint: String },
+    #[error(
+        "{host}: authentication failed for {user}@{address}; tried: {}. Install a key with `copctl ssh-copy-id {host}` \
+         or set ansible_ssh_private_key_file",
+        if tried.is_empty() { "no keys found (ssh-agent, ~/.ssh/id_ed25519, id_ecdsa, id_rsa)".to_string() } else { tried.join(", ") }
+    )]
+    AuthFailed { host: String, user: String, address: String, tried: Vec<String> },
+    #[error("{host}: command timed out after {}s", after.as_secs())]
+    Timeout { host: String, after: Duration },
+    #[error("{host}: {reason}")]
+    Remote { host: String, reason: String },
+    #[error("{reason}")]
+    Local { reason: String },
+}
+
+impl TransportError {
+    /// Ansible's "unreachable": the host could not be reached or logged into.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            TransportError::Unreachable { .. }
+                | TransportError::HostKeyChanged { .. }
+                | TransportError::HostKeyUnknown { .. }
+                | TransportError::AuthFailed { .. }
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ExecOutput {
+    /// Exit status; `None` when the command was killed by a signal.
+    pub status: Option<u32>,
+    pub signal: Option<String>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl ExecOutput {
+    pub fn success(&self) -> bool {
+        self.status == Some(0)
+    }
+}
+
+/// What `put` uploads.
+#[derive(Debug)]
+pub enum PutSource {
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
+/// A command to run.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecRequest<'a> {
+    pub command: &'a str,
+    pub stdin: Option<&'a [u8]>,
+    pub timeout: Duration,
+}
+
+/// What every connection can do.
+pub trait Transport: Send + Sync {
+    fn exec(&self, req: ExecRequest<'_>) -> impl Future<Output = Result<ExecOutput, TransportError>> + Send;
+    /// Writes `dest` atomically with `mode`; returns the content's sha256.
+    fn put(
+        &self,
+        source: PutSource,
+        dest: &str,
+        mode: u32,
+    ) -> impl Future<Output = Result<String, TransportError>> + Send;
+    fn get(&self, path: &str) -> impl Future<Output = Result<Vec<u8>, TransportError>> + Send;
+}
+
+#[derive(Debug, Clone)]
+pub enum Connection {
+    Ssh(Arc<SshConnection>),
+    Local(LocalConnection),
+}
+
+/// `sudo` around a command when the host asks for become; the password goes over stdin.
+fn with_become(spec: &HostSpec, command: &str, stdin: Option<&[u8]>) -> (String, Option<Vec<u8>>) {
+    let Some(b) = &spec.r#become else { return (command.to_string(), stdin.map(<[u8]>::to_vec)) };
+    if b.user == spec.endpoint.user {
+        return (command.to_string(), stdin.map(<[u8]>::to_vec));
+    }
+    let q = crate::template::shell_quote;
+    match &b.password {
+        None => (format!("sudo -n -H -u {} -- sh -c {}", q(&b.user), q(command)), stdin.map(<[u8]>::to_vec)),
+        Some(pw) => {
+            let mut input = format!("{}\n", pw.expose()).into_bytes();
+            input.extend_from_slice(stdin.unwrap_or_default());
+            (format!("sudo -S -p '' -H -u {} -- sh -c {}", q(&b.user), q(command)), Some(input))
+        }
+    }
+}
+
+/// A connection with the host's spec (for become).
+#[derive(Debug, Clone)]
+pub struct HostConnection {
+    pub spec: Arc<HostSpec>,
+    pub conn: Connection,
+}
+
+impl Transport for HostConnection {
+    async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
+        let (command, stdin) = with_become(&self.spec, req.command, req.stdin);
+        match &self.conn {
+            Connection::Ssh(c) => {
+                let s = stdin.as_deref().map(StdinSource::Bytes).unwrap_or(StdinSource::None);
+                c.exec(&command, s, req.timeout).await
+            }
+            Connection::Local(c) => c.exec(&command, stdin.as_deref(), req.timeout).await,
+        }
+    }
+
+    async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
+        match &self.conn {
+            Connection::Ssh(c) => c.put(source, dest, mode, None, Duration::from_secs(3600)).await,
+            Connection::Local(c) => c.put(source, dest, mode).await,
+        }
+    }
+
+    async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+        match &self.conn {
+            Connection::Ssh(c) => c.get(path).await,
+            Connection::Local(c) => c.get(path).await,
+        }
+    }
+}
+
+/// One connection per host for the whole run, opened on first use; concurrent first uses wait
+/// for the same attempt. At most `forks` connection attempts at a time.
+#[derive(Debug)]
+pub struct Pool {
+    pub options: Arc<SshOptions>,
+    specs: HashMap<String, Arc<HostSpec>>,
+    conns: Mutex<HashMap<String, Arc<OnceCell<Result<HostConnection, TransportError>>>>>,
+    connecting: Semaphore,
+}
+
+impl Pool {
+    pub fn new(specs: Vec<HostSpec>, options: SshOptions, forks: usize) -> Self {
+        Pool {
+            options: Arc::new(options),
+            specs: specs.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect(),
+            conns: Mutex::new(HashMap::new()),
+            connecting: Semaphore::new(forks.max(1)),
+        }
+    }
+
+    pub fn spec(&self, host: &str) -> Option<&Arc<HostSpec>> {
+        self.specs.get(host)
+    }
+
+    pub async fn get(&self, host: &str) -> Result<HostConnection, TransportError> {
+        let cell = self.conns.lock().await.entry(host.to_string()).or_default().clone();
+        cell.get_or_init(|| async {
+            let Some(spec) = self.specs.get(host).cloned() else {
+                return Err(TransportError::Local { reason: format!("{host}: not in the inventory") });
+            };
+            let conn = match spec.kind {
+                ConnectionKind::Local => Connection::Local(LocalConnection { name: spec.name.clone() }),
+                ConnectionKind::Ssh => {
+                    let _permit = self.connecting.acquire().await.expect("semaphore open");
+                    let c = SshConnection::connect(&spec, &self.options, spec.password.as_ref()).await?;
+                    Connection::Ssh(Arc::new(c))
+                }
+            };
+            Ok(HostConnection { spec, conn })
+        })
+        .await
+        .clone()
+    }
+
+    /// Closes every open connection.
+    pub async fn close(&self) {
+        let conns: Vec<_> = self.conns.lock().await.values().cloned().collect();
+        for c in conns {
+            if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = c.get() {
+                s.close().await;
+            }
+        }
+    }
+}

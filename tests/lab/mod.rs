@@ -1,0 +1,332 @@
+//! The lab: isolated SSH test hosts on this machine. Each host is a real OpenSSH `sshd` that sees
+//! its own filesystem (an overlay of `/` with a per-host upper directory), hostname and process
+//! tree, listening on its own loopback address `127.0.(10+k/250).(k%250+1):22`. Needs root.
+//!
+//! Used by the integration tests (`mod lab;`) and by the `copctl-lab` command for a person.
+#![allow(dead_code)]
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const INIT: &str = include_str!("init.sh");
+/// Indices per lab: labs running at the same time (test binaries, people) never share addresses.
+const BLOCK: usize = 1000;
+
+/// Options for starting a lab.
+#[derive(Debug, Clone, Default)]
+pub struct LabOptions {
+    /// Allow password login (for ssh-copy-id tests); root's password is set to this.
+    pub root_password: Option<String>,
+    /// Do not authorise the lab's client key for root.
+    pub no_authorized_key: bool,
+    /// Name prefix of the hosts (default "lab").
+    pub prefix: Option<String>,
+}
+
+pub struct LabHost {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+pub struct Lab {
+    pub root: PathBuf,
+    pub hosts: Vec<LabHost>,
+    pub client_key: PathBuf,
+    pub known_hosts: PathBuf,
+    pub ssh_config: PathBuf,
+    pub inventory: PathBuf,
+    opts: LabOptions,
+    _block_lock: File,
+    keep: bool,
+}
+
+pub fn addr_of(k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, (10 + k / 250) as u8, (k % 250 + 1) as u8)
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Claims a block of addresses with an flock held for the lab's life (released on exit, even a
+/// crash, so stale claims never pile up).
+fn claim_block(base: &Path) -> (usize, File) {
+    fs::create_dir_all(base.join("blocks")).unwrap();
+    for b in 0..16 {
+        let f = File::create(base.join(format!("blocks/{b}"))).unwrap();
+        let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return (b, f);
+        }
+    }
+    panic!("no free lab address block (16 labs running?)");
+}
+
+fn set_opaque(dir: &Path) {
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    let r = unsafe { libc::setxattr(path.as_ptr(), c"trusted.overlay.opaque".as_ptr(), b"y".as_ptr().cast(), 1, 0) };
+    assert_eq!(r, 0, "setxattr on {}: {}", dir.display(), std::io::Error::last_os_error());
+}
+
+fn random_uuid() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/uuid").unwrap().trim().to_string()
+}
+
+impl Lab {
+    /// Starts `n` hosts and waits until each accepts TCP connections on port 22.
+    pub fn start(n: usize, opts: LabOptions) -> Lab {
+        assert!(unsafe { libc::geteuid() } == 0, "the lab needs root (namespaces, overlayfs)");
+        let base = PathBuf::from("/tmp/copctl-lab");
+        let (block, lock) = claim_block(&base);
+        let root = base.join(format!("lab-{block}"));
+        let _ = Command::new("umount").arg("-R").arg("-l").arg(&root).output();
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(&root).unwrap();
+        fs::write(root.join("init.sh"), INIT).unwrap();
+        let client_key = root.join("id_ed25519");
+        run(Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "copctl-lab", "-f"])
+            .arg(&client_key));
+        let prefix = opts.prefix.clone().unwrap_or_else(|| "lab".into());
+        let mut lab = Lab {
+            known_hosts: root.join("known_hosts"),
+            ssh_config: root.join("ssh_config"),
+            inventory: root.join("inventory.ini"),
+            root,
+            hosts: Vec::new(),
+            client_key,
+            opts,
+            _block_lock: lock,
+            keep: std::env::var_os("COPCTL_LAB_KEEP").is_some(),
+        };
+        for i in 0..n {
+            let k = block * BLOCK + i;
+            let name = format!("{prefix}-{}", i + 1);
+            let dir = lab.root.join(&name);
+            lab.prepare(&name, &dir, addr_of(k));
+            lab.hosts.push(LabHost { name, addr: addr_of(k), dir, child: None });
+        }
+        for i in 0..n {
+            lab.spawn(i);
+        }
+        for i in 0..n {
+            lab.wait_ready(i);
+        }
+        lab.write_client_files();
+        lab
+    }
+
+    fn prepare(&self, name: &str, dir: &Path, addr: Ipv4Addr) {
+        for d in ["upper/etc/ssh", "upper/root/.ssh", "work", "merged"] {
+            fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        // An empty /root of its own (the real machine's shell start-up files stay out).
+        set_opaque(&dir.join("upper/root"));
+        for f in [".bashrc", ".profile"] {
+            let _ = fs::copy(Path::new("/etc/skel").join(f), dir.join("upper/root").join(f));
+        }
+        fs::set_permissions(dir.join("upper/root/.ssh"), fs::Permissions::from_mode(0o700)).unwrap();
+        if !self.opts.no_authorized_key {
+            let pubkey = fs::read_to_string(self.client_key.with_extension("pub")).unwrap();
+            let ak = dir.join("upper/root/.ssh/authorized_keys");
+            fs::write(&ak, pubkey).unwrap();
+            fs::set_permissions(&ak, fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        self.new_host_key(dir);
+        let password_auth = if self.opts.root_password.is_some() { "yes" } else { "no" };
+        let config = format!(
+            "ListenAddress {addr}:22\nHostKey /etc/ssh/lab_host_ed25519_key\nPermitRootLogin yes\n\
+             PasswordAuthentication {password_auth}\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+             UsePAM no\nMaxStartups 200:30:400\nMaxSessions 64\nPidFile none\nSubsystem sftp internal-sftp\n\
+             AuthorizedKeysFile .ssh/authorized_keys\nLogLevel ERROR\nClientAliveInterval 0\n"
+        );
+        fs::write(dir.join("upper/etc/ssh/sshd_config.lab"), config).unwrap();
+        fs::write(dir.join("upper/etc/hostname"), format!("{name}\n")).unwrap();
+        if let Some(pw) = &self.opts.root_password {
+            // A shadow file of the host's own with root's password set.
+            let shadow = fs::read_to_string("/etc/shadow").unwrap();
+            let hash = Command::new("openssl").args(["passwd", "-6", pw]).output().unwrap();
+            let hash = String::from_utf8(hash.stdout).unwrap().trim().to_string();
+            let new: String = shadow
+                .lines()
+                .map(|l| {
+                    let mut f: Vec<&str> = l.split(':').collect();
+                    if f[0] == "root" {
+                        f[1] = &hash;
+                    }
+                    f.join(":") + "\n"
+                })
+                .collect();
+            fs::write(dir.join("upper/etc/shadow"), new).unwrap();
+            fs::set_permissions(dir.join("upper/etc/shadow"), fs::Permissions::from_mode(0o640)).unwrap();
+        }
+    }
+
+    fn new_host_key(&self, dir: &Path) {
+        let key = dir.join("upper/etc/ssh/lab_host_ed25519_key");
+        let _ = fs::remove_file(&key);
+        let _ = fs::remove_file(key.with_extension("pub"));
+        run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&key));
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let h = &mut self.hosts[i];
+        fs::write(h.dir.join("boot_id"), random_uuid() + "\n").unwrap();
+        let log = File::create(h.dir.join("sshd.log")).unwrap();
+        let child = Command::new("unshare")
+            .args(["--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child", "sh"])
+            .arg(self.root.join("init.sh"))
+            .arg(&h.dir)
+            .arg(&h.name)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("unshare runs");
+        h.child = Some(child);
+    }
+
+    fn wait_ready(&mut self, i: usize) {
+        let addr = SocketAddr::from((self.hosts[i].addr, 22));
+        let start = Instant::now();
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if let Some(c) = self.hosts[i].child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                let log = fs::read_to_string(self.hosts[i].dir.join("sshd.log")).unwrap_or_default();
+                panic!("lab host {} exited ({status}) before listening:\n{log}", self.hosts[i].name);
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "lab host {} did not start", self.hosts[i].name);
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
+
+    fn write_client_files(&self) {
+        let mut inv = String::from("[lab]\n");
+        let mut cfg = String::new();
+        let mut kh = String::new();
+        for h in &self.hosts {
+            inv.push_str(&format!("{} ansible_host={} ansible_user=root\n", h.name, h.addr));
+            cfg.push_str(&format!(
+                "Host {}\n  HostName {}\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n",
+                h.name,
+                h.addr,
+                self.client_key.display(),
+                self.known_hosts.display()
+            ));
+            let pubkey = fs::read_to_string(h.dir.join("upper/etc/ssh/lab_host_ed25519_key.pub")).unwrap();
+            let mut parts = pubkey.split_whitespace();
+            kh.push_str(&format!("{} {} {}\n", h.addr, parts.next().unwrap(), parts.next().unwrap()));
+        }
+        inv.push_str(&format!("\n[lab:vars]\nansible_ssh_private_key_file={}\n", self.client_key.display()));
+        fs::write(&self.inventory, inv).unwrap();
+        fs::write(&self.ssh_config, cfg).unwrap();
+        fs::write(&self.known_hosts, kh).unwrap();
+    }
+
+    /// Process id (in this machine's PID namespace) of the host's sshd, its PID 1.
+    pub fn pid(&self, i: usize) -> Option<i32> {
+        let c = self.hosts[i].child.as_ref()?;
+        let text = fs::read_to_string(format!("/proc/{}/task/{}/children", c.id(), c.id())).ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    }
+
+    /// Every process of the host (sshd and what runs under it).
+    fn pids(&self, i: usize) -> Vec<i32> {
+        let Some(init) = self.pid(i) else { return vec![] };
+        let Ok(ns) = fs::read_link(format!("/proc/{init}/ns/pid")) else { return vec![] };
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| fs::read_link(format!("/proc/{p}/ns/pid")).is_ok_and(|n| n == ns))
+            .collect()
+    }
+
+    /// Takes the host down (like pulling its plug).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(p) = self.pid(i) {
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        if let Some(mut c) = self.hosts[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Freezes every process of the host: connections hang, nothing answers.
+    pub fn freeze(&self, i: usize) {
+        for p in self.pids(i) {
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+        }
+    }
+
+    pub fn thaw(&self, i: usize) {
+        for p in self.pids(i) {
+            unsafe { libc::kill(p, libc::SIGCONT) };
+        }
+    }
+
+    /// Restarts the host: same disk, new boot id.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        self.spawn(i);
+        self.wait_ready(i);
+    }
+
+    /// Gives the host a new host key (and restarts it).
+    pub fn rotate_host_key(&mut self, i: usize) {
+        self.kill(i);
+        let dir = self.hosts[i].dir.clone();
+        self.new_host_key(&dir);
+        self.spawn(i);
+        self.wait_ready(i);
+    }
+
+    /// Where a path of the host lives on this machine while the host runs.
+    pub fn path(&self, i: usize, path: &str) -> PathBuf {
+        let pid = self.pid(i).expect("host is running");
+        PathBuf::from(format!("/proc/{pid}/root")).join(path.trim_start_matches('/'))
+    }
+
+    /// Runs a shell command inside the host (its namespaces and root), for test set-up.
+    pub fn sh(&self, i: usize, script: &str) -> String {
+        let pid = self.pid(i).expect("host is running").to_string();
+        let out = Command::new("nsenter")
+            .args(["-t", &pid, "-m", "-u", "-p", "-r", "-w", "--", "sh", "-c", script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Writes an inventory of the lab's hosts under `[group]`, with extra lines appended.
+    pub fn write_inventory(&self, path: &Path, extra: &str) {
+        let mut f = File::create(path).unwrap();
+        f.write_all(fs::read_to_string(&self.inventory).unwrap().as_bytes()).unwrap();
+        f.write_all(extra.as_bytes()).unwrap();
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for i in 0..self.hosts.len() {
+            self.thaw(i);
+            self.kill(i);
+        }
+        if !self.keep {
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
+}
