@@ -162,13 +162,16 @@ impl Transport for HostConnection {
     }
 }
 
+/// A host's connection, or why there is none, once the first attempt is over.
+type ConnectionSlot = OnceCell<Result<HostConnection, TransportError>>;
+
 /// One connection per host for the whole run, opened on first use; concurrent first uses wait
 /// for the same attempt. At most `forks` connection attempts at a time.
 #[derive(Debug)]
 pub struct Pool {
     pub options: Arc<SshOptions>,
     specs: HashMap<String, Arc<HostSpec>>,
-    conns: Mutex<HashMap<String, Arc<OnceCell<Result<HostConnection, TransportError>>>>>,
+    conns: Mutex<HashMap<String, Arc<ConnectionSlot>>>,
     connecting: Semaphore,
 }
 
