@@ -53,3 +53,16 @@ pub fn ansible_cmd(tool: &str) -> Command {
         .env("ANSIBLE_NOCOLOR", "1");
     c
 }
+
+/// Runs copctl with extra environment variables (and without the caller's ssh-agent).
+pub fn copctl_env(dir: Option<&Path>, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
+    c.args(args)
+        .current_dir(dir.map(Path::to_path_buf).unwrap_or_else(repo))
+        .env("NO_COLOR", "1")
+        .env_remove("SSH_AUTH_SOCK");
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().expect("copctl runs")
+}

@@ -32,7 +32,16 @@ pub struct LabHost {
     pub name: String,
     pub addr: Ipv4Addr,
     pub dir: PathBuf,
+    /// A network namespace (made by the test) the host lives in, instead of this machine's.
+    pub netns: Option<String>,
     child: Option<Child>,
+}
+
+/// Where a host listens: its address, and the network namespace holding that address.
+#[derive(Debug, Clone)]
+pub struct HostPlan {
+    pub addr: Ipv4Addr,
+    pub netns: Option<String>,
 }
 
 pub struct Lab {
@@ -81,8 +90,13 @@ fn random_uuid() -> String {
 }
 
 impl Lab {
-    /// Starts `n` hosts and waits until each accepts TCP connections on port 22.
+    /// Starts `n` hosts on loopback addresses and waits until each listens on port 22.
     pub fn start(n: usize, opts: LabOptions) -> Lab {
+        Lab::start_plans(n, |_| None, opts)
+    }
+
+    /// Starts `n` hosts; `plan(i)` may place host i at an address inside a network namespace.
+    pub fn start_plans(n: usize, plan: impl Fn(usize) -> Option<HostPlan>, opts: LabOptions) -> Lab {
         assert!(unsafe { libc::geteuid() } == 0, "the lab needs root (namespaces, overlayfs)");
         let base = PathBuf::from("/tmp/copctl-lab");
         let (block, lock) = claim_block(&base);
@@ -111,8 +125,9 @@ impl Lab {
             let k = block * BLOCK + i;
             let name = format!("{prefix}-{}", i + 1);
             let dir = lab.root.join(&name);
-            lab.prepare(&name, &dir, addr_of(k));
-            lab.hosts.push(LabHost { name, addr: addr_of(k), dir, child: None });
+            let p = plan(i).unwrap_or(HostPlan { addr: addr_of(k), netns: None });
+            lab.prepare(&name, &dir, p.addr);
+            lab.hosts.push(LabHost { name, addr: p.addr, dir, netns: p.netns, child: None });
         }
         for i in 0..n {
             lab.spawn(i);
@@ -181,7 +196,15 @@ impl Lab {
         let h = &mut self.hosts[i];
         fs::write(h.dir.join("boot_id"), random_uuid() + "\n").unwrap();
         let log = File::create(h.dir.join("sshd.log")).unwrap();
-        let child = Command::new("unshare")
+        let mut cmd = match &h.netns {
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/var/run/netns/{ns}")).arg("unshare");
+                c
+            }
+            None => Command::new("unshare"),
+        };
+        let child = cmd
             .args(["--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child", "sh"])
             .arg(self.root.join("init.sh"))
             .arg(&h.dir)
@@ -194,11 +217,25 @@ impl Lab {
         h.child = Some(child);
     }
 
+    /// Whether the host's sshd listens on port 22 (read from its own network view, so it works
+    /// for hosts this machine cannot reach).
+    fn listening(&self, i: usize) -> bool {
+        let Some(pid) = self.pid(i) else { return false };
+        let Ok(tcp) = fs::read_to_string(format!("/proc/{pid}/net/tcp")) else { return false };
+        tcp.lines().skip(1).any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(":0016") && f[3] == "0A"
+        })
+    }
+
     fn wait_ready(&mut self, i: usize) {
-        let addr = SocketAddr::from((self.hosts[i].addr, 22));
         let start = Instant::now();
         loop {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            if self.listening(i) {
+                if self.hosts[i].netns.is_none() {
+                    let addr = SocketAddr::from((self.hosts[i].addr, 22));
+                    let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+                }
                 return;
             }
             if let Some(c) = self.hosts[i].child.as_mut()
