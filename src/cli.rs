@@ -76,6 +76,42 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Run playbooks on the hosts (the plan, executed over SSH).
+    Run {
+        #[arg(required = true)]
+        playbooks: Vec<String>,
+        #[arg(short, long)]
+        limit: Option<String>,
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// Report what would change; change nothing.
+        #[arg(short = 'C', long)]
+        check: bool,
+        /// Show the text differences of the files that change (secrets masked).
+        #[arg(short = 'D', long)]
+        diff: bool,
+        /// Only tasks with one of these tags (comma-separated; `always` tasks run too).
+        #[arg(short, long, value_delimiter = ',')]
+        tags: Vec<String>,
+        #[arg(long, value_delimiter = ',')]
+        skip_tags: Vec<String>,
+        /// Skip the tasks before the first step with this name.
+        #[arg(long)]
+        start_at: Option<String>,
+        /// Run notified handlers on hosts that failed later in the play.
+        #[arg(long)]
+        force_handlers: bool,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+        /// Also write the log (tracing, debug level) to this file.
+        #[arg(long)]
+        log_file: Option<PathBuf>,
+    },
+    /// List recent runs (.copctl/runs) with their result.
+    Runs {
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: usize,
+    },
     /// Check the inventory, env.yaml, playbooks and templates; run nothing.
     Validate {
         /// Playbooks to check (default: all).
@@ -253,6 +289,74 @@ pub fn run(cli: Cli) -> Result<i32> {
             drop(out);
             return ssh_copy_id(&cli, target.as_deref(), user.as_deref(), *port, key.as_deref(), *all);
         }
+        Command::Run {
+            playbooks,
+            limit,
+            extra_vars,
+            check,
+            diff,
+            tags,
+            skip_tags,
+            start_at,
+            force_handlers,
+            output,
+            log_file,
+        } => {
+            init_tracing(cli.verbose, log_file.as_deref());
+            let site = cli.site(extra_vars)?;
+            let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+            let plan = plan::plan(&site, pbs, limit.as_deref())?;
+            let mut hosts: Vec<String> = Vec::new();
+            for t in plan.graph.node_weights() {
+                for h in t.host.iter().chain(t.runs_on.iter()) {
+                    if !hosts.contains(h) {
+                        hosts.push(h.clone());
+                    }
+                }
+            }
+            let pool = cli.pool(&site, &hosts);
+            let opts = crate::run::RunOptions {
+                check: *check,
+                diff: *diff,
+                forks: cli.forks,
+                tags: tags.clone(),
+                skip_tags: skip_tags.clone(),
+                start_at: start_at.clone(),
+                force_handlers: *force_handlers,
+                output: *output,
+                verbose: cli.verbose,
+                record_root: PathBuf::from(".copctl"),
+                local_dir: cli.inventory.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+            };
+            drop(out);
+            return crate::run::run(site, plan, pool, opts);
+        }
+        Command::Runs { count } => {
+            let runs = crate::report::record::list_runs(std::path::Path::new(".copctl"), *count);
+            if runs.is_empty() {
+                writeln!(out, "no runs recorded in .copctl/runs")?;
+            }
+            for r in runs {
+                let t = &r["totals"];
+                writeln!(
+                    out,
+                    "{}  exit {}  {}{}  hosts {}  ok {} changed {} failed {} unreachable {}{}",
+                    r["id"].as_str().unwrap_or(""),
+                    r["exit_code"],
+                    r["playbooks"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" "))
+                        .unwrap_or_default(),
+                    r["limit"].as_str().map(|l| format!(" --limit {l}")).unwrap_or_default(),
+                    r["hosts"],
+                    t["ok"],
+                    t["changed"],
+                    t["failed"],
+                    t["unreachable"],
+                    if r["interrupted"] == true { "  (interrupted)" } else { "" }
+                )?;
+            }
+        }
         Command::Playbooks => {
             let site = cli.site(&[])?;
             for name in site.playbooks.names() {
@@ -326,4 +430,26 @@ fn ssh_copy_id(
         }
     }
     Ok(if failed > 0 { 2 } else { 0 })
+}
+
+/// `-v`: info, `-vv`: debug, `-vvv`: trace, on stderr; `--log-file` adds a debug log.
+fn init_tracing(verbose: u8, log_file: Option<&std::path::Path>) {
+    use tracing_subscriber::prelude::*;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_filter(tracing_subscriber::EnvFilter::new(format!("copctl={level}")));
+    let file = log_file.and_then(|p| std::fs::File::create(p).ok()).map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::sync::Mutex::new(f))
+            .with_ansi(false)
+            .with_filter(tracing_subscriber::EnvFilter::new("copctl=debug"))
+    });
+    let _ = tracing_subscriber::registry().with(stderr).with(file).try_init();
 }

@@ -100,12 +100,27 @@ impl Site {
         })
     }
 
-    /// The template context of `host`, with `registered` results layered in.
+    /// The template context of `host`, with `registered` results layered in (the same for every
+    /// host: plan-time checks use placeholders).
     pub fn context(&self, pb: &Playbook, host: &str, registered: Arc<IndexMap<String, Value>>) -> minijinja::Value {
+        let all = Registered::Same(registered.clone());
+        self.context_with(pb, host, &registered, all)
+    }
+
+    /// The context of `host` during a run: `own` are its task-level variables (play and step
+    /// vars, registered results, facts, the loop item), `all` every host's registered results
+    /// for `hostvars[...]`.
+    pub fn context_with(
+        &self,
+        pb: &Playbook,
+        host: &str,
+        own: &IndexMap<String, Value>,
+        all: Registered,
+    ) -> minijinja::Value {
         let layers = Arc::new(self.layers(pb));
         let inv_vars = self.inventory.host_vars(host);
-        let vars = layers.for_host(&inv_vars, Some(&registered));
-        let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered });
+        let vars = layers.for_host(&inv_vars, Some(own));
+        let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         host_context(host, &vars, self.groups_value(), &self.inventory.group_names(host), lookup)
     }
 
@@ -126,11 +141,20 @@ impl Site {
     }
 }
 
+/// Registered results as `hostvars[...]` sees them.
+#[derive(Debug, Clone)]
+pub enum Registered {
+    /// The same for every host (plan-time placeholders).
+    Same(Arc<IndexMap<String, Value>>),
+    /// Each host's own (a run).
+    PerHost(Arc<std::collections::HashMap<String, Arc<IndexMap<String, Value>>>>),
+}
+
 #[derive(Debug)]
 struct SiteLookup {
     inventory: Arc<Inventory>,
     layers: Arc<Layers>,
-    registered: Arc<IndexMap<String, Value>>,
+    registered: Registered,
 }
 
 impl HostVarLookup for SiteLookup {
@@ -140,7 +164,12 @@ impl HostVarLookup for SiteLookup {
 
     fn vars_of(&self, host: &str) -> Option<Value> {
         self.inventory.hosts.get(host)?;
-        let vars = self.layers.for_host(&self.inventory.host_vars(host), Some(&self.registered));
+        let empty = IndexMap::new();
+        let reg: &IndexMap<String, Value> = match &self.registered {
+            Registered::Same(r) => r,
+            Registered::PerHost(m) => m.get(host).map(|a| a.as_ref()).unwrap_or(&empty),
+        };
+        let vars = self.layers.for_host(&self.inventory.host_vars(host), Some(reg));
         let mut map: serde_json::Map<String, Value> = vars.into_iter().collect();
         map.insert("inventory_hostname".into(), Value::from(host));
         Some(Value::Object(map))

@@ -131,7 +131,8 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn describe(e: &minijinja::Error) -> String {
+/// A template error in one line: what is undefined or wrong.
+pub fn describe(e: &minijinja::Error) -> String {
     let mut msg = match e.detail() {
         Some(d) => d.to_string(),
         None => e.kind().to_string(),

@@ -7,6 +7,8 @@
 mod check;
 pub mod render;
 
+pub use check::describe as describe_template_error;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
@@ -390,10 +392,18 @@ impl Builder<'_> {
             None => None,
         };
         let mut all_deps = deps.to_vec();
-        // A task that uses a registered result waits for the tasks that produce it.
-        for name in identifiers(self.site, step) {
-            if let Some(p) = self.producers.get(&name) {
-                all_deps.extend(p.iter().copied());
+        // A task that reads another host's registered result (through `hostvars`, from another
+        // play) waits for the tasks that produce it, and does not run if they failed. A result
+        // of its own host needs no edge: the host's own step order already provides it.
+        let ids = identifiers(self.site, step);
+        if ids.contains("hostvars") {
+            for name in &ids {
+                for p in self.producers.get(name).into_iter().flatten() {
+                    let pt = &self.graph[*p];
+                    if pt.host.as_deref() != Some(host) && (pt.playbook, pt.play) != (pi, ki) {
+                        all_deps.push(*p);
+                    }
+                }
             }
         }
         let t = Task {

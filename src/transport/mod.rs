@@ -209,6 +209,17 @@ impl Pool {
         .clone()
     }
 
+    /// Drops the host's connection and opens a new one (after a reboot).
+    pub async fn reconnect(&self, host: &str) -> Result<HostConnection, TransportError> {
+        let old = self.conns.lock().await.remove(host);
+        if let Some(c) = old
+            && let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = c.get()
+        {
+            s.close().await;
+        }
+        self.get(host).await
+    }
+
     /// Closes every open connection.
     pub async fn close(&self) {
         let conns: Vec<_> = self.conns.lock().await.values().cloned().collect();

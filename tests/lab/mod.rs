@@ -348,6 +348,27 @@ impl Lab {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Installs test doubles (tests/doubles/NAME) into every running host's /usr/local/sbin.
+    pub fn install_doubles(&self, names: &[&str]) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles");
+        for i in 0..self.hosts.len() {
+            let dir = self.path(i, "/usr/local/sbin");
+            fs::create_dir_all(&dir).unwrap();
+            for n in names {
+                let to = dir.join(n);
+                fs::copy(src.join(n), &to).unwrap();
+                fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+    }
+
+    /// The calls the doubles recorded on a host, one per line.
+    pub fn double_calls(&self, i: usize) -> Vec<String> {
+        fs::read_to_string(self.path(i, "/var/log/copctl-doubles.log"))
+            .map(|t| t.lines().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
     /// Writes an inventory of the lab's hosts under `[group]`, with extra lines appended.
     pub fn write_inventory(&self, path: &Path, extra: &str) {
         let mut f = File::create(path).unwrap();

@@ -1,0 +1,528 @@
+//! The run: executes the planned DAG. A task starts the moment its dependencies are done (no
+//! lock-step across hosts), at most `--forks` at once (and a play's `throttle`). A failed task
+//! takes its host out of the rest of the run and blocks the tasks of other hosts that wait for
+//! it; unrelated hosts go on. `max_fail` / `any_errors_fatal` abort a play per batch. Ctrl-C stops
+//! new tasks (running ones finish; a second Ctrl-C abandons them), and the recap and last-failed
+//! are written all the same.
+
+mod task;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use petgraph::Direction;
+use petgraph::graph::NodeIndex;
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::adhoc::OutputFormat;
+use crate::error::Result;
+use crate::plan::{Plan, TaskKind};
+use crate::report::{HostRecap, Reporter, TaskEnd, record::RunRecord};
+use crate::site::Site;
+use crate::steps::{Outcome, Status};
+use crate::transport::Pool;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub check: bool,
+    pub diff: bool,
+    pub forks: usize,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+    pub start_at: Option<String>,
+    pub force_handlers: bool,
+    pub output: OutputFormat,
+    pub verbose: u8,
+    /// `.copctl` (runs/ and last-failed).
+    pub record_root: PathBuf,
+    /// Where relative local paths of steps (copy src, fetch dest) are resolved.
+    pub local_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Waiting,
+    Running,
+    /// Finished (any outcome), or passed over.
+    Done,
+}
+
+/// Why a task did not run.
+#[derive(Debug, Clone, PartialEq)]
+enum Block {
+    /// Silently: its host is out of the run or its play aborted (the reason still blocks the
+    /// tasks of other hosts that need it), or tags / start-at / no notification leave it out.
+    Quiet(Option<String>),
+    /// Reported as skipped, with the reason.
+    Reported(String),
+}
+
+pub struct Engine {
+    site: Arc<Site>,
+    plan: Arc<Plan>,
+    pool: Arc<Pool>,
+    opts: RunOptions,
+    state: Vec<State>,
+    waiting_on: Vec<usize>,
+    /// A task that must not run (a dependency failed on another host, or a play was aborted).
+    blocked: HashMap<NodeIndex, String>,
+    failed_hosts: HashMap<String, Status>,
+    /// Registered results and facts per host.
+    registered: HashMap<String, Arc<IndexMap<String, Value>>>,
+    notified: HashSet<(usize, usize, String, usize)>,
+    aborted_plays: HashMap<(usize, usize), String>,
+    batch_failures: HashMap<(usize, usize, usize), HashSet<String>>,
+    running_per_play: HashMap<(usize, usize), usize>,
+    recap: BTreeMap<String, HostRecap>,
+    timings: Vec<(f64, String)>,
+    started_tag: bool,
+    reporter: Reporter,
+}
+
+/// Tags a task carries: its step's and its play's.
+fn task_tags(plan: &Plan, n: NodeIndex) -> Vec<String> {
+    let t = &plan.graph[n];
+    let mut v = plan.play(t).tags.clone();
+    if let Some(s) = plan.step(t) {
+        v.extend(s.def.tags.iter().flat_map(|x| x.to_vec()));
+    }
+    v
+}
+
+impl Engine {
+    pub fn new(site: Arc<Site>, plan: Arc<Plan>, pool: Arc<Pool>, opts: RunOptions, reporter: Reporter) -> Self {
+        let n = plan.graph.node_count();
+        let waiting_on =
+            plan.graph.node_indices().map(|i| plan.graph.neighbors_directed(i, Direction::Incoming).count()).collect();
+        let mut recap = BTreeMap::new();
+        for t in plan.graph.node_weights() {
+            if let Some(h) = &t.host {
+                recap.entry(h.clone()).or_insert_with(HostRecap::default);
+            }
+        }
+        Engine {
+            site,
+            plan,
+            pool,
+            opts,
+            state: vec![State::Waiting; n],
+            waiting_on,
+            blocked: HashMap::new(),
+            failed_hosts: HashMap::new(),
+            registered: HashMap::new(),
+            notified: HashSet::new(),
+            aborted_plays: HashMap::new(),
+            batch_failures: HashMap::new(),
+            running_per_play: HashMap::new(),
+            recap,
+            timings: Vec::new(),
+            started_tag: false,
+            reporter,
+        }
+    }
+
+    /// Whether tags / `--start-at` leave the task out.
+    fn filtered(&mut self, n: NodeIndex) -> bool {
+        let t = &self.plan.graph[n];
+        if t.kind == TaskKind::Barrier {
+            return false;
+        }
+        if let Some(start) = &self.opts.start_at
+            && !self.started_tag
+        {
+            if t.label == *start || self.plan.step(t).is_some_and(|s| s.name == *start) {
+                self.started_tag = true;
+            } else {
+                return true;
+            }
+        }
+        let tags = task_tags(&self.plan, n);
+        let has = |x: &str| tags.iter().any(|t| t == x);
+        if self.opts.skip_tags.iter().any(|s| has(s)) {
+            return true;
+        }
+        if has("never") && !self.opts.tags.iter().any(|s| s == "never" || has(s)) {
+            return true;
+        }
+        if !self.opts.tags.is_empty() && !has("always") && !self.opts.tags.iter().any(|s| s == "all" || has(s)) {
+            return true;
+        }
+        false
+    }
+
+    fn why_not(&mut self, n: NodeIndex) -> Option<Block> {
+        let t = self.plan.graph[n].clone();
+        if let Some(reason) = self.blocked.get(&n) {
+            return Some(Block::Reported(reason.clone()));
+        }
+        if t.kind == TaskKind::Barrier {
+            return None;
+        }
+        if let Some(why) = self.aborted_plays.get(&(t.playbook, t.play)) {
+            return Some(Block::Quiet(Some(why.clone())));
+        }
+        let host = t.host.clone().unwrap_or_default();
+        if let Some(st) = self.failed_hosts.get(&host) {
+            // Handlers still run on failed hosts with --force-handlers (not on unreachable ones).
+            if !(t.kind == TaskKind::Handler && self.opts.force_handlers && *st == Status::Failed) {
+                return Some(Block::Quiet(Some(format!("{host} failed earlier"))));
+            }
+        }
+        if t.kind == TaskKind::Handler
+            && !self.notified.contains(&(t.playbook, t.play, host.clone(), t.step.unwrap_or(0)))
+        {
+            return Some(Block::Quiet(None));
+        }
+        if self.filtered(n) {
+            return Some(Block::Quiet(None));
+        }
+        None
+    }
+
+    /// Marks a task finished and releases what waits for it. `reason` says why the task failed
+    /// or did not run: then the tasks of other hosts that wait for it directly (they need its
+    /// result) cannot run either; a blocked task blocks everything after it; an aborted play's end
+    /// blocks every play that needs it.
+    fn finish(&mut self, n: NodeIndex, reason: Option<String>, ready: &mut VecDeque<NodeIndex>) {
+        self.state[n.index()] = State::Done;
+        let t = self.plan.graph[n].clone();
+        let was_blocked = self.blocked.contains_key(&n);
+        let deps: Vec<NodeIndex> = self.plan.graph.neighbors_directed(n, Direction::Outgoing).collect();
+        for d in deps {
+            if let Some(r) = &reason {
+                let dt = &self.plan.graph[d];
+                let propagate = if t.kind == TaskKind::Barrier {
+                    true
+                } else {
+                    dt.kind != TaskKind::Barrier && (dt.host != t.host || was_blocked)
+                };
+                if propagate {
+                    self.blocked.entry(d).or_insert_with(|| r.clone());
+                }
+            }
+            self.waiting_on[d.index()] -= 1;
+            if self.waiting_on[d.index()] == 0 {
+                ready.push_back(d);
+            }
+        }
+    }
+
+    fn count(&mut self, host: &str, status: Status, ignored: bool, secs: f64) {
+        let r = self.recap.entry(host.to_string()).or_default();
+        match (status, ignored) {
+            (_, true) => r.ignored += 1,
+            (Status::Ok, _) => r.ok += 1,
+            (Status::Changed, _) => r.changed += 1,
+            (Status::Skipped, _) => r.skipped += 1,
+            (Status::Failed, _) => r.failed += 1,
+            (Status::Unreachable, _) => r.unreachable += 1,
+        }
+        r.seconds += secs;
+    }
+
+    /// Records a task's outcome: recap, registered results, notifications, failures.
+    fn record(&mut self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> Option<String> {
+        let t = self.plan.graph[n].clone();
+        let host = t.host.clone().unwrap_or_default();
+        let step = self.plan.step(&t).cloned();
+        let plan = self.plan.clone();
+        let pb = &plan.playbooks[t.playbook];
+        let ignore = step.as_ref().is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
+        self.count(&host, o.status, ignore, elapsed.as_secs_f64());
+        self.timings.push((elapsed.as_secs_f64(), format!("{host} › {} › {}", pb.plays[t.play].name, t.label)));
+        // run_once: the result stands for every host of the batch.
+        let owners: Vec<String> = if t.run_once {
+            self.plan.batches[t.playbook][t.play].get(t.batch - 1).cloned().unwrap_or_else(|| vec![host.clone()])
+        } else {
+            vec![host.clone()]
+        };
+        if let Some(s) = &step {
+            for h in &owners {
+                let mut m = self.registered.get(h).map(|a| (**a).clone()).unwrap_or_default();
+                if let Some(r) = &s.def.register {
+                    m.insert(r.clone(), o.registered());
+                }
+                if let Some(f) = &o.facts {
+                    m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                self.registered.insert(h.clone(), Arc::new(m));
+                if o.status == Status::Changed {
+                    for name in s.def.notify.iter().flat_map(|x| x.to_vec()) {
+                        if let Some(hi) = pb.handlers.iter().position(|hd| hd.name == name) {
+                            self.notified.insert((t.playbook, t.play, h.clone(), hi));
+                        }
+                    }
+                }
+            }
+        }
+        let failed = matches!(o.status, Status::Failed | Status::Unreachable) && !ignore;
+        if !failed {
+            return None;
+        }
+        self.failed_hosts.entry(host.clone()).or_insert(o.status);
+        let play = &pb.plays[t.play];
+        let batch_hosts =
+            self.plan.batches[t.playbook][t.play].get(t.batch.saturating_sub(1)).map(Vec::len).unwrap_or(1);
+        let set = self.batch_failures.entry((t.playbook, t.play, t.batch)).or_default();
+        set.insert(host.clone());
+        let failures = set.len();
+        let exceeded = play.any_errors_fatal
+            || play.max_fail.is_some_and(|m| {
+                let pct = match m {
+                    crate::playbook::Batch::Count(c) => c as f64 * 100.0 / batch_hosts as f64,
+                    crate::playbook::Batch::Percent(p) => p,
+                };
+                failures as f64 * 100.0 / batch_hosts as f64 > pct
+            });
+        if exceeded && !self.aborted_plays.contains_key(&(t.playbook, t.play)) {
+            let why = format!(
+                "play '{}' stopped: {failures} of {batch_hosts} host(s) failed in batch {}{}",
+                play.name,
+                t.batch,
+                if play.any_errors_fatal { " (any_errors_fatal)" } else { " (max_fail exceeded)" }
+            );
+            self.reporter.note(&format!("{why}; the remaining batches and the plays that need it do not run"));
+            self.aborted_plays.insert((t.playbook, t.play), why);
+        }
+        Some(format!("{host} failed at '{}'", t.label))
+    }
+
+    fn task_end_report(&self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> TaskEnd {
+        let t = &self.plan.graph[n];
+        let step = self.plan.step(t);
+        TaskEnd {
+            task: n.index(),
+            host: t.host.clone().unwrap_or_default(),
+            runs_on: t.runs_on.clone(),
+            playbook: self.plan.playbooks[t.playbook].name.clone(),
+            play: self.plan.play(t).name.clone(),
+            step: t.label.clone(),
+            kind: step.map(|s| s.action.kind().to_string()).unwrap_or_default(),
+            status: o.status,
+            msg: o.msg.clone(),
+            duration_ms: elapsed.as_millis() as u64,
+            rc: o.result.get("rc").and_then(Value::as_i64),
+            ignored: step.is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed,
+            diff: o.diff.clone(),
+            stdout: o.result.get("stdout").and_then(Value::as_str).unwrap_or("").to_string(),
+            stderr: o.result.get("stderr").and_then(Value::as_str).unwrap_or("").to_string(),
+            commands: o.commands.clone(),
+        }
+    }
+
+    /// Runs the DAG to the end (or to an interruption); returns the exit code.
+    pub async fn run(mut self, id: String) -> i32 {
+        let started = Instant::now();
+        let plan = self.plan.clone();
+        let names: Vec<String> = plan.playbooks.iter().map(|p| p.name.clone()).collect();
+        let tasks = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count();
+        self.reporter.run_start(&id, &names, plan.limit.as_deref(), self.opts.check, tasks, self.recap.len());
+        let mut ready: VecDeque<NodeIndex> =
+            plan.graph.node_indices().filter(|n| self.waiting_on[n.index()] == 0).collect();
+        let mut running: JoinSet<(NodeIndex, Outcome, Duration)> = JoinSet::new();
+        let mut signals = Signals::new();
+        let mut interrupted: Option<i32> = None;
+        loop {
+            let mut deferred = VecDeque::new();
+            while interrupted.is_none() && running.len() < self.opts.forks.max(1) {
+                let Some(n) = ready.pop_front() else { break };
+                let t = plan.graph[n].clone();
+                match self.why_not(n) {
+                    Some(Block::Quiet(reason)) => {
+                        self.finish(n, reason, &mut ready);
+                        continue;
+                    }
+                    Some(Block::Reported(reason)) => {
+                        if t.kind != TaskKind::Barrier {
+                            let o = Outcome::skipped(format!("not run: {reason}"));
+                            self.count(t.host.as_deref().unwrap_or(""), Status::Skipped, false, 0.0);
+                            let end = self.task_end_report(n, &o, Duration::ZERO);
+                            self.reporter.task_end(end);
+                        }
+                        self.finish(n, Some(reason), &mut ready);
+                        continue;
+                    }
+                    None => {}
+                }
+                if t.kind == TaskKind::Barrier {
+                    let reason = self
+                        .aborted_plays
+                        .get(&(t.playbook, t.play))
+                        .cloned()
+                        .filter(|_| t.label.starts_with("end of play"));
+                    self.finish(n, reason, &mut ready);
+                    continue;
+                }
+                let key = (t.playbook, t.play);
+                if let Some(limit) = plan.play(&t).throttle
+                    && self.running_per_play.get(&key).copied().unwrap_or(0) >= limit
+                {
+                    deferred.push_back(n);
+                    continue;
+                }
+                *self.running_per_play.entry(key).or_default() += 1;
+                self.state[n.index()] = State::Running;
+                let step = plan.step(&t).expect("non-barrier task has a step");
+                self.reporter.task_start(
+                    n.index(),
+                    t.host.as_deref().unwrap_or(""),
+                    t.runs_on.as_deref(),
+                    &plan.playbooks[t.playbook].name,
+                    &plan.play(&t).name,
+                    &t.label,
+                    step.action.kind(),
+                );
+                let job = task::Job {
+                    site: self.site.clone(),
+                    plan: self.plan.clone(),
+                    pool: self.pool.clone(),
+                    node: n,
+                    registered: Arc::new(self.registered.clone()),
+                    check: self.opts.check,
+                    diff: self.opts.diff,
+                    local_dir: self.opts.local_dir.clone(),
+                };
+                running.spawn(async move {
+                    let t0 = Instant::now();
+                    let o = job.execute().await;
+                    (n, o, t0.elapsed())
+                });
+            }
+            ready.extend(deferred);
+            if running.is_empty() {
+                if interrupted.is_some() || ready.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            tokio::select! {
+                done = running.join_next() => {
+                    let Some(Ok((n, o, elapsed))) = done else { continue };
+                    let t = plan.graph[n].clone();
+                    if let Some(c) = self.running_per_play.get_mut(&(t.playbook, t.play)) {
+                        *c -= 1;
+                    }
+                    let reason = self.record(n, &o, elapsed);
+                    let end = self.task_end_report(n, &o, elapsed);
+                    self.reporter.task_end(end);
+                    self.finish(n, reason, &mut ready);
+                }
+                sig = signals.next() => {
+                    if interrupted.is_some() {
+                        self.reporter.note("second interrupt: abandoning the running tasks (files are written atomically: none is half-written)");
+                        running.abort_all();
+                        while running.join_next().await.is_some() {}
+                        break;
+                    }
+                    interrupted = Some(sig);
+                    self.reporter.note(&format!(
+                        "interrupted: no new tasks start; waiting for {} running task(s) (interrupt again to abandon them)",
+                        running.len()
+                    ));
+                }
+            }
+        }
+        self.pool.close().await;
+        // Hosts to retry: failed, unreachable, and (after an interruption) those with work left.
+        let mut retry: Vec<String> = self.failed_hosts.keys().cloned().collect();
+        if interrupted.is_some() {
+            for t in plan.graph.node_indices().filter(|n| self.state[n.index()] != State::Done).map(|n| &plan.graph[n])
+            {
+                if let Some(h) = &t.host
+                    && !t.outside_limit
+                    && !retry.contains(h)
+                {
+                    retry.push(h.clone());
+                }
+            }
+        }
+        retry.sort();
+        let any_unreachable = self.failed_hosts.values().any(|s| *s == Status::Unreachable);
+        let exit = match interrupted {
+            Some(code) => code,
+            None if any_unreachable => 4,
+            None if !self.failed_hosts.is_empty() => 2,
+            None => 0,
+        };
+        let mut slowest = self.timings.clone();
+        slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+        slowest.truncate(5);
+        let elapsed = started.elapsed();
+        self.reporter.run_end(&self.recap, &slowest, exit, interrupted.is_some(), elapsed);
+        if let Some(r) = &self.reporter.record {
+            r.last_failed(&retry);
+            let totals = self.recap.values().fold(HostRecap::default(), |mut a, r| {
+                a.ok += r.ok;
+                a.changed += r.changed;
+                a.failed += r.failed;
+                a.skipped += r.skipped;
+                a.unreachable += r.unreachable;
+                a
+            });
+            r.write_json(
+                "summary.json",
+                &json!({"playbooks": names, "limit": plan.limit, "check": self.opts.check, "exit_code": exit,
+                        "interrupted": interrupted.is_some(), "seconds": elapsed.as_secs_f64(), "hosts": self.recap.len(),
+                        "totals": totals, "retry": retry}),
+            );
+        }
+        exit
+    }
+}
+
+/// SIGINT / SIGTERM as exit codes 130 / 143.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals { int: signal(SignalKind::interrupt()).ok(), term: signal(SignalKind::terminate()).ok() }
+    }
+
+    async fn next(&mut self) -> i32 {
+        let int = async {
+            match &mut self.int {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let term = async {
+            match &mut self.term {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = int => 130,
+            _ = term => 143,
+        }
+    }
+}
+
+/// `copctl run`: plan, connect lazily, execute, report. Returns the exit code.
+pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunOptions) -> Result<i32> {
+    let site = Arc::new(site);
+    let plan = Arc::new(plan);
+    let redactor = crate::adhoc::site_redactor(&site);
+    let total = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count() as u64;
+    let mut reporter = Reporter::new(opts.output, opts.verbose, opts.diff, redactor.clone(), total);
+    let id = chrono::Local::now().format("%Y%m%d-%H%M%S-%3f").to_string();
+    match RunRecord::create(&opts.record_root, &id) {
+        Ok(r) => {
+            let plan_json = crate::plan::render::json(&plan);
+            r.write_json("plan.json", &plan_json);
+            reporter.record = Some(r);
+        }
+        Err(e) => eprintln!("warning: cannot write the run record under {}: {e}", opts.record_root.display()),
+    }
+    let rt = crate::runtime()?;
+    let engine = Engine::new(site, plan, Arc::new(pool), opts, reporter);
+    Ok(rt.block_on(engine.run(id)))
+}

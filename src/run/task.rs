@@ -1,0 +1,267 @@
+//! One task on one host: its variables (play vars, step vars, registered results, the loop item),
+//! `when`, the connection (to the `delegate_to` host when there is one), the loop, `until` with
+//! `retries`/`delay`, `changed_when`/`failed_when`, and the step's timeout around all of it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use petgraph::graph::NodeIndex;
+use serde_json::{Value, json};
+
+use crate::plan::Plan;
+use crate::playbook::{Condition, Step};
+use crate::site::{Registered, Site};
+use crate::steps::{Guards, Outcome, Status, StepCtx, run_action, transport_outcome};
+use crate::template::Templates;
+
+pub struct Job {
+    pub site: Arc<Site>,
+    pub plan: Arc<Plan>,
+    pub pool: Arc<crate::transport::Pool>,
+    pub node: NodeIndex,
+    pub registered: Arc<HashMap<String, Arc<IndexMap<String, Value>>>>,
+    pub check: bool,
+    pub diff: bool,
+    pub local_dir: PathBuf,
+}
+
+/// Evaluates a condition; all expressions of a list must hold.
+fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, String> {
+    let exprs = match c {
+        Condition::Bool(b) => return Ok(*b),
+        Condition::Expr(e) => vec![e.clone()],
+        Condition::All(v) => v.clone(),
+    };
+    for e in exprs {
+        let v = t.eval(&e, ctx).map_err(|err| format!("{e}: {}", crate::plan::describe_template_error(&err)))?;
+        if !v.is_true() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+impl Job {
+    fn context(&self, own: &IndexMap<String, Value>) -> minijinja::Value {
+        let t = &self.plan.graph[self.node];
+        let pb = &self.plan.playbooks[t.playbook];
+        let host = t.host.as_deref().unwrap_or("");
+        self.site.context_with(pb, host, own, Registered::PerHost(self.registered.clone()))
+    }
+
+    pub async fn execute(self) -> Outcome {
+        let t = self.plan.graph[self.node].clone();
+        let step = self.plan.step(&t).expect("a task has a step").clone();
+        let play = self.plan.play(&t).clone();
+        let host = t.host.clone().unwrap_or_default();
+        let timeout = Duration::from_secs(step.def.timeout.unwrap_or(1800));
+        let mut own: IndexMap<String, Value> = play.vars.clone();
+        own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(r) = self.registered.get(&host) {
+            own.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let ctx = self.context(&own);
+        let templates = &self.site.templates;
+        for cond in [&play.when, &step.def.when].into_iter().flatten() {
+            match holds(templates, cond, &ctx) {
+                Ok(true) => {}
+                Ok(false) => return Outcome::skipped("conditional result was False"),
+                Err(e) => return Outcome::failed(format!("when: {e}")),
+            }
+        }
+        let target = t.runs_on.clone().unwrap_or_else(|| host.clone());
+        let conn = match self.pool.get(&target).await {
+            Ok(c) => c,
+            Err(e) => return transport_outcome(e),
+        };
+        let work = async {
+            let items = match &step.def.loop_over {
+                None => None,
+                Some(v) => match loop_items(templates, v, &ctx) {
+                    Ok(items) => Some(items),
+                    Err(e) => return Outcome::failed(format!("loop: {e}")),
+                },
+            };
+            match items {
+                None => self.attempts(&step, &conn, &own, ctx.clone(), timeout).await,
+                Some(items) => {
+                    let mut results = Vec::new();
+                    let mut status = Status::Ok;
+                    let mut msgs = Vec::new();
+                    let mut diffs = Vec::new();
+                    for item in items {
+                        let mut o2 = own.clone();
+                        o2.insert("item".into(), item.clone());
+                        let c2 = self.context(&o2);
+                        let o = self.attempts(&step, &conn, &o2, c2, timeout).await;
+                        let mut r = o.registered();
+                        r["item"] = item;
+                        results.push(r);
+                        status = match (status, o.status) {
+                            (_, Status::Unreachable) | (Status::Unreachable, _) => Status::Unreachable,
+                            (_, Status::Failed) | (Status::Failed, _) => Status::Failed,
+                            (_, Status::Changed) | (Status::Changed, _) => Status::Changed,
+                            (s, _) => s,
+                        };
+                        if !o.msg.is_empty() {
+                            msgs.push(o.msg.clone());
+                        }
+                        diffs.extend(o.diff.clone());
+                        if matches!(o.status, Status::Failed | Status::Unreachable) {
+                            break;
+                        }
+                    }
+                    let mut o = Outcome::new(status, msgs.join("; "));
+                    o.result.insert("results".into(), json!(results));
+                    if !diffs.is_empty() {
+                        o.diff = Some(diffs.join(""));
+                    }
+                    o
+                }
+            }
+        };
+        match tokio::time::timeout(timeout + Duration::from_secs(5), work).await {
+            Ok(o) => o,
+            Err(_) => Outcome::failed(format!("step timed out after {}s (timeout:)", timeout.as_secs())),
+        }
+    }
+
+    /// The step once, or until `until` holds (`retries`, `delay`), with changed_when/failed_when.
+    async fn attempts(
+        &self,
+        step: &Step,
+        conn: &crate::transport::HostConnection,
+        own: &IndexMap<String, Value>,
+        ctx: minijinja::Value,
+        timeout: Duration,
+    ) -> Outcome {
+        let templates = &self.site.templates;
+        let render = |s: &Option<String>| -> Result<Option<String>, String> {
+            s.as_ref()
+                .map(|x| templates.render_str(x, &ctx).map_err(|e| crate::plan::describe_template_error(&e)))
+                .transpose()
+        };
+        let guards = match (|| -> Result<Guards, String> {
+            Ok(Guards {
+                creates: render(&step.def.creates)?,
+                removes: render(&step.def.removes)?,
+                unless: render(&step.def.unless)?,
+                chdir: render(&step.def.chdir)?,
+                stdin: render(&step.def.stdin)?,
+                environment: step
+                    .def
+                    .environment
+                    .iter()
+                    .map(|(k, v)| {
+                        Ok((
+                            k.clone(),
+                            templates.render_str(v, &ctx).map_err(|e| crate::plan::describe_template_error(&e))?,
+                        ))
+                    })
+                    .collect::<Result<_, String>>()?,
+            })
+        })() {
+            Ok(g) => g,
+            Err(e) => return Outcome::failed(e),
+        };
+        let result_name = step.def.register.clone().unwrap_or_else(|| "result".into());
+        let retries = step.def.retries.unwrap_or(if step.def.until.is_some() { 3 } else { 0 });
+        let delay = Duration::from_secs(step.def.delay.unwrap_or(5));
+        let mut attempt = 0;
+        loop {
+            let cx = StepCtx {
+                host: &conn.spec.name,
+                conn,
+                pool: &self.pool,
+                templates,
+                vars: &ctx,
+                check: self.check,
+                diff: self.diff,
+                timeout,
+                local_dir: &self.local_dir,
+            };
+            let mut o = run_action(&cx, &step.action, &guards).await;
+            if o.status == Status::Unreachable {
+                return o;
+            }
+            // In check mode a read-only step may look for what only a real run would have made
+            // (a file not written, a result not registered): that is not a failure of the host.
+            if self.check && o.status == Status::Failed && step.action.inherently_read_only() {
+                o.status = Status::Skipped;
+                o.msg = format!("check mode: {}", o.msg);
+                return o;
+            }
+            // The result, bound to its register name, decides changed_when/failed_when/until.
+            let mut with_result = own.clone();
+            with_result.insert(result_name.clone(), o.registered());
+            let rctx = self.context(&with_result);
+            if let Some(c) = &step.def.failed_when {
+                match holds(templates, c, &rctx) {
+                    Ok(true) => {
+                        o.status = Status::Failed;
+                        if o.msg.is_empty() {
+                            o.msg = "failed_when condition is true".into();
+                        }
+                    }
+                    Ok(false) if o.status == Status::Failed => o.status = Status::Changed,
+                    Ok(false) => {}
+                    Err(e) => return Outcome::failed(format!("failed_when: {e}")),
+                }
+            }
+            if let Some(c) = &step.def.changed_when
+                && o.status != Status::Failed
+                && o.status != Status::Skipped
+            {
+                match holds(templates, c, &rctx) {
+                    Ok(true) => o.status = Status::Changed,
+                    Ok(false) => o.status = Status::Ok,
+                    Err(e) => return Outcome::failed(format!("changed_when: {e}")),
+                }
+            }
+            let done = match &step.def.until {
+                None => true,
+                Some(u) => match holds(templates, &Condition::Expr(u.clone()), &rctx) {
+                    Ok(v) => v,
+                    Err(e) => return Outcome::failed(format!("until: {e}")),
+                },
+            };
+            if done || self.check {
+                o.result.insert("attempts".into(), json!(attempt + 1));
+                return o;
+            }
+            if attempt >= retries {
+                o.status = Status::Failed;
+                o.msg = format!(
+                    "`until` still false after {} attempt(s){}",
+                    attempt + 1,
+                    if o.msg.is_empty() { String::new() } else { format!(": {}", o.msg) }
+                );
+                return o;
+            }
+            attempt += 1;
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// A loop's items: a list (each item rendered), or a template that yields one.
+fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Value>, String> {
+    match v {
+        Value::Array(a) => a
+            .iter()
+            .map(|x| crate::steps::render_value(t, x, ctx).map_err(|e| crate::plan::describe_template_error(&e)))
+            .collect(),
+        Value::String(s) => {
+            let r = t.eval(s, ctx).map_err(|e| crate::plan::describe_template_error(&e))?;
+            let j: Value = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+            match j {
+                Value::Array(a) => Ok(a),
+                other => Err(format!("expected a list, got {other}")),
+            }
+        }
+        other => Err(format!("expected a list, got {other}")),
+    }
+}

@@ -1,0 +1,74 @@
+//! `file`: a directory, a link, a touched or existing file, or nothing at a path; mode and owner.
+//! One remote script checks and (unless in check mode) applies, and says what it changed.
+
+use super::{Outcome, StepCtx, parse_mode};
+use crate::playbook::step::{FileArgs, FileState};
+use crate::template::shell_quote;
+
+pub async fn file(cx: &StepCtx<'_>, a: &FileArgs) -> Outcome {
+    let q = shell_quote;
+    let mode = match a.mode.as_deref().map(parse_mode).transpose() {
+        Ok(m) => m,
+        Err(e) => return Outcome::failed(e),
+    };
+    let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
+    let p = q(&a.path);
+    // `do` runs a change (or only records it in check mode); CHANGED lines are the report.
+    let mut s = format!(
+        "set -e; CHECK={}; p={p}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\"; }}\n",
+        cx.check as u8
+    );
+    match state {
+        FileState::Absent => {
+            s.push_str("if [ -e \"$p\" ] || [ -L \"$p\" ]; then do_ removed 'rm -rf -- \"$p\"'; fi\n");
+        }
+        FileState::Directory => {
+            s.push_str("if [ -L \"$p\" ] || { [ -e \"$p\" ] && [ ! -d \"$p\" ]; }; then echo \"$p exists and is not a directory\" >&2; exit 3; fi\n");
+            s.push_str("[ -d \"$p\" ] || do_ created 'mkdir -p -- \"$p\"'\n");
+        }
+        FileState::Touch => {
+            s.push_str("[ -e \"$p\" ] || do_ created ': > \"$p\"'\n");
+        }
+        FileState::File => {
+            s.push_str(
+                "if [ ! -e \"$p\" ]; then echo \"$p does not exist (use state: touch to create it)\" >&2; exit 3; fi\n",
+            );
+        }
+        FileState::Link => {
+            let Some(src) = &a.src else { return Outcome::failed("state: link needs src (the link's target)") };
+            s.push_str(&format!(
+                "t={}; if [ \"$(readlink \"$p\" 2>/dev/null)\" != \"$t\" ]; then \
+                 if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then echo \"$p is a directory\" >&2; exit 3; fi; \
+                 do_ linked 'ln -sfn -- \"$t\" \"$p\"'; fi\n",
+                q(src)
+            ));
+        }
+    }
+    if state != FileState::Absent && state != FileState::Link {
+        if let Some(m) = mode {
+            s.push_str(&format!(
+                "if [ -e \"$p\" ]; then [ \"$(stat -c %a \"$p\")\" = {m:o} ] || do_ mode 'chmod {m:o} \"$p\"'; else do_ mode :; fi\n"
+            ));
+        }
+        if a.owner.is_some() || a.group.is_some() {
+            let (o, g) = (a.owner.clone().unwrap_or_default(), a.group.clone().unwrap_or_default());
+            s.push_str(&format!(
+                "cur=$(stat -c '%U %G' \"$p\" 2>/dev/null || true); o={}; g={}; \
+                 [ -z \"$o\" ] || [ \"${{cur% *}}\" = \"$o\" ] || do_ owner 'chown \"$o\" \"$p\"'; \
+                 [ -z \"$g\" ] || [ \"${{cur#* }}\" = \"$g\" ] || do_ group 'chgrp \"$g\" \"$p\"'\n",
+                q(&o),
+                q(&g)
+            ));
+        }
+    }
+    let out = match cx.sh(&s, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let changes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CHANGED ")).collect();
+    if !out.success() {
+        return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) }
+}

@@ -1,0 +1,131 @@
+//! `kube` (node operations through kubectl on a control-plane host: cordon, uncordon, drain,
+//! delete, label, wait_ready) and `helm` (upgrade --install). kubectl is RKE2's
+//! (/var/lib/rancher/rke2/bin) when not on PATH, with RKE2's admin kubeconfig.
+//!
+//! copctl never uncordons a node it did not cordon: its cordon records itself in the node
+//! annotation `copctl.openmaru.io/cordoned=true` (so a resumed run knows too), and uncordon acts
+//! only on nodes carrying it — an admin's cordon stays (kured and kubespray do the same).
+
+use sha2::{Digest, Sha256};
+
+use super::{Outcome, StepCtx};
+use crate::playbook::step::{HelmArgs, KubeAction, KubeArgs};
+use crate::template::shell_quote;
+
+const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
+    [ -z \"$KUBECONFIG\" ] && [ -r /etc/rancher/rke2/rke2.yaml ] && export KUBECONFIG=/etc/rancher/rke2/rke2.yaml; ";
+const MARK: &str = "copctl.openmaru.io/cordoned";
+
+fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let changes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CHANGED ")).collect();
+    let notes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("NOTE ")).collect();
+    if !out.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Outcome::failed(format!("{what}: {}", err.trim().lines().last().unwrap_or("kubectl failed")))
+            .with_output(out);
+    }
+    let o = if changes.is_empty() {
+        Outcome::ok(notes.join("; "))
+    } else {
+        Outcome::changed(format!("{what}: {}", changes.join(", ")))
+    };
+    o.with_output(out)
+}
+
+pub async fn kube(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
+    let n = shell_quote(&a.node);
+    let timeout = a.timeout.unwrap_or(600);
+    let cordon = format!(
+        "if [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE already cordoned'; \
+         else do_ cordoned \"$K cordon {n} && $K annotate node {n} {MARK}=true --overwrite\"; fi\n"
+    );
+    let body = match a.action {
+        KubeAction::Cordon => cordon,
+        KubeAction::Uncordon => format!(
+            "m=$($K get node {n} -o jsonpath='{{.metadata.annotations.copctl\\.openmaru\\.io/cordoned}}') || exit 1; \
+             if [ \"$m\" = true ]; then do_ uncordoned \"$K uncordon {n} && $K annotate node {n} {MARK}-\"; \
+             elif [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE left cordoned: not cordoned by copctl'; fi\n"
+        ),
+        KubeAction::Drain => format!(
+            "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s\"\n"
+        ),
+        KubeAction::Delete => {
+            format!("if $K get node {n} >/dev/null 2>&1; then do_ deleted \"$K delete node {n}\"; fi\n")
+        }
+        KubeAction::Label => {
+            let mut s = format!("cur=$($K get node {n} -o jsonpath='{{.metadata.labels}}') || exit 1\n");
+            for (k, v) in &a.labels {
+                let pair = format!("\"{k}\":\"{v}\"");
+                s.push_str(&format!(
+                    "case \"$cur\" in *{p}*) ;; *) do_ {kv} \"$K label node {n} {kv} --overwrite\";; esac\n",
+                    p = shell_quote(&pair),
+                    kv = shell_quote(&format!("{k}={v}"))
+                ));
+            }
+            s
+        }
+        KubeAction::WaitReady => {
+            if cx.check {
+                return Outcome::skipped(format!("check mode: would wait for {} to be Ready", a.node));
+            }
+            format!(
+                "end=$(( $(date +%s) + {timeout} )); while :; do \
+                 r=$($K get node {n} -o jsonpath='{{.status.conditions[?(@.type==\"Ready\")].status}}' 2>/dev/null); \
+                 [ \"$r\" = True ] && exit 0; [ $(date +%s) -ge $end ] && {{ echo \"node {node} not Ready after {timeout}s\" >&2; exit 1; }}; sleep 2; done\n",
+                node = a.node.replace(['"', '\'', '`', '$', '\\'], "_")
+            )
+        }
+    };
+    let script = format!(
+        "{PRELUDE}CHECK={}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\" || exit 1; }}\n{body}",
+        cx.check as u8
+    );
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    let what = format!("{:?} {}", a.action, a.node).to_lowercase();
+    let mut o = report(&out, &what);
+    o.commands.push(body);
+    o
+}
+
+pub async fn helm(cx: &StepCtx<'_>, a: &HelmArgs) -> Outcome {
+    let q = shell_quote;
+    let mut args = format!("upgrade --install {} {} -n {}", q(&a.release), q(&a.chart), q(&a.namespace));
+    if a.create_namespace {
+        args.push_str(" --create-namespace");
+    }
+    if let Some(v) = &a.version {
+        args.push_str(&format!(" --version {}", q(v)));
+    }
+    for (k, v) in &a.set {
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        args.push_str(&format!(" --set {}", q(&format!("{k}={v}"))));
+    }
+    if let Some(f) = &a.values {
+        args.push_str(&format!(" -f {}", q(f)));
+    }
+    // The desired release, hashed into the revision's description: equal hash, nothing to do.
+    let digest = hex::encode(&Sha256::digest(args.as_bytes())[..8]);
+    let script = format!(
+        "{PRELUDE}H=$(command -v helm || echo /usr/local/bin/helm); CHECK={check}; \
+         cur=$($H history {r} -n {ns} --max 1 -o json 2>/dev/null || true); \
+         case \"$cur\" in *copctl-{digest}*) echo 'NOTE release up to date'; exit 0;; esac; \
+         echo 'CHANGED {r}'; [ $CHECK = 1 ] && exit 0; $H {args} --description copctl-{digest}",
+        check = cx.check as u8,
+        r = q(&a.release),
+        ns = q(&a.namespace),
+    );
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    let mut o = report(&out, &format!("helm {}", a.release));
+    o.commands.push(format!("helm {args}"));
+    o
+}

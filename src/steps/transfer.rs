@@ -1,0 +1,201 @@
+//! Files from the bastion to hosts and back: `copy` (a local file or inline `content`),
+//! `template`, `slurp` (a remote file into a variable), `fetch` (a remote file to the bastion).
+//! Content is compared by sha256 before anything is written; writes are atomic.
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::{Outcome, StepCtx, parse_mode, transport_outcome};
+use crate::playbook::step::{CopyArgs, FetchArgs, SlurpArgs, TemplateArgs};
+use crate::template::shell_quote;
+use crate::transport::{PutSource, Transport};
+
+/// What a path is on the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stat {
+    pub kind: String,
+    pub mode: u32,
+    pub owner: String,
+    pub group: String,
+    pub sha256: Option<String>,
+    pub link: Option<String>,
+}
+
+/// One round trip: kind, mode, owner, group and (for files) the sha256 of `path`.
+pub async fn stat(cx: &StepCtx<'_>, path: &str, hash: bool) -> Result<Option<Stat>, Outcome> {
+    let script = format!(
+        "p={p}; if [ -L \"$p\" ]; then k=link; elif [ -d \"$p\" ]; then k=directory; elif [ -e \"$p\" ]; then k=file; \
+         else echo absent; exit 0; fi; s=$(stat -c '%a %U %G' \"$p\") || exit 1; h=-; l=-; \
+         if [ $k = file ] && [ {hash} = 1 ]; then h=$(openssl dgst -sha256 -r \"$p\" 2>/dev/null || sha256sum \"$p\"); h=${{h%% *}}; fi; \
+         if [ $k = link ]; then l=$(readlink \"$p\"); fi; echo \"$k $s $h $l\"",
+        p = shell_quote(path),
+        hash = if hash { 1 } else { 0 }
+    );
+    let out = cx.sh(&script, None).await?;
+    if !out.success() {
+        return Err(Outcome::failed(format!("cannot stat {path}: {}", String::from_utf8_lossy(&out.stderr).trim())));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<&str> = text.trim().splitn(6, ' ').collect();
+    if f.first() == Some(&"absent") || f.len() < 6 {
+        return Ok(None);
+    }
+    Ok(Some(Stat {
+        kind: f[0].to_string(),
+        mode: u32::from_str_radix(f[1], 8).unwrap_or(0),
+        owner: f[2].to_string(),
+        group: f[3].to_string(),
+        sha256: (f[4] != "-").then(|| f[4].to_string()),
+        link: (f[5] != "-").then(|| f[5].to_string()),
+    }))
+}
+
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{path} (before)"), &format!("{path} (after)"))
+        .to_string()
+}
+
+/// Puts `content` at `dest` unless it is already there with the same mode and owner.
+pub async fn ensure_content(
+    cx: &StepCtx<'_>,
+    dest: &str,
+    content: Vec<u8>,
+    mode: Option<&str>,
+    owner: Option<&str>,
+    group: Option<&str>,
+) -> Outcome {
+    let mode = match mode.map(parse_mode).transpose() {
+        Ok(m) => m,
+        Err(e) => return Outcome::failed(e),
+    };
+    let current = match stat(cx, dest, true).await {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    if let Some(s) = &current
+        && s.kind != "file"
+    {
+        return Outcome::failed(format!("{dest} is a {}, not a file", s.kind));
+    }
+    let want = hex::encode(Sha256::digest(&content));
+    let same_content = current.as_ref().and_then(|s| s.sha256.as_deref()) == Some(want.as_str());
+    let same_mode = mode.is_none_or(|m| current.as_ref().is_some_and(|s| s.mode == m));
+    let same_owner = owner.is_none_or(|o| current.as_ref().is_some_and(|s| s.owner == o))
+        && group.is_none_or(|g| current.as_ref().is_some_and(|s| s.group == g));
+    let mut result = serde_json::Map::new();
+    result.insert("dest".into(), json!(dest));
+    result.insert("checksum".into(), json!(want));
+    if same_content && same_mode && same_owner {
+        let mut o = Outcome::ok("");
+        o.result = result;
+        return o;
+    }
+    let mut o = Outcome::changed(if current.is_none() {
+        format!("created {dest}")
+    } else if !same_content {
+        format!("updated {dest}")
+    } else {
+        format!("fixed mode/owner of {dest}")
+    });
+    o.result = result;
+    if cx.diff && !same_content {
+        let old = match &current {
+            Some(s) if s.sha256.is_some() => match cx.conn.get(dest).await {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(e) => return transport_outcome(e),
+            },
+            _ => String::new(),
+        };
+        o.diff = Some(unified_diff(dest, &old, &String::from_utf8_lossy(&content)));
+    }
+    if cx.check {
+        return o;
+    }
+    let final_mode = mode.or(current.as_ref().map(|s| s.mode)).unwrap_or(0o644);
+    if !same_content {
+        if let Err(e) = cx.conn.put(PutSource::Bytes(content), dest, final_mode).await {
+            return transport_outcome(e);
+        }
+    } else if !same_mode {
+        let out = match cx.sh(&format!("chmod {final_mode:o} {}", shell_quote(dest)), None).await {
+            Ok(x) => x,
+            Err(o) => return o,
+        };
+        if !out.success() {
+            return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+    }
+    if owner.is_some() || group.is_some() {
+        let spec = format!("{}{}", owner.unwrap_or(""), group.map(|g| format!(":{g}")).unwrap_or_default());
+        match cx.sh(&format!("chown {} {}", shell_quote(&spec), shell_quote(dest)), None).await {
+            Ok(out) if out.success() => {}
+            Ok(out) => return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+            Err(o) => return o,
+        }
+    }
+    o
+}
+
+pub async fn copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
+    let content = match (&a.content, &a.src) {
+        (Some(c), None) => c.clone().into_bytes(),
+        (None, Some(src)) => {
+            let p = cx.local_dir.join(src);
+            match std::fs::read(&p) {
+                Ok(b) => b,
+                Err(e) => return Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
+            }
+        }
+        _ => return Outcome::failed("copy needs exactly one of src or content"),
+    };
+    ensure_content(cx, &a.dest, content, a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+}
+
+pub async fn template(cx: &StepCtx<'_>, a: &TemplateArgs) -> Outcome {
+    let text = match cx.templates.render_file(&a.src, cx.vars) {
+        Ok(t) => t,
+        Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::plan::describe_template_error(&e))),
+    };
+    ensure_content(cx, &a.dest, text.into_bytes(), a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+}
+
+pub async fn slurp(cx: &StepCtx<'_>, a: &SlurpArgs) -> Outcome {
+    match cx.conn.get(&a.path).await {
+        Ok(b) => {
+            use base64::Engine;
+            let mut o = Outcome::ok("");
+            o.result.insert("content".into(), json!(String::from_utf8_lossy(&b)));
+            o.result.insert("content_b64".into(), json!(base64::engine::general_purpose::STANDARD.encode(&b)));
+            o.result.insert("source".into(), json!(a.path));
+            o
+        }
+        Err(e) => transport_outcome(e),
+    }
+}
+
+pub async fn fetch(cx: &StepCtx<'_>, a: &FetchArgs) -> Outcome {
+    let data = match cx.conn.get(&a.src).await {
+        Ok(b) => b,
+        Err(e) => return transport_outcome(e),
+    };
+    let dest = cx.local_dir.join(&a.dest);
+    if std::fs::read(&dest).is_ok_and(|old| old == data) {
+        return Outcome::ok("");
+    }
+    if cx.check {
+        return Outcome::changed(format!("would write {}", dest.display()));
+    }
+    if let Some(dir) = dest.parent()
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return Outcome::failed(format!("{}: {e}", dir.display()));
+    }
+    let tmp = dest.with_extension("copctl-tmp");
+    if let Err(e) = std::fs::write(&tmp, &data).and_then(|_| std::fs::rename(&tmp, &dest)) {
+        return Outcome::failed(format!("{}: {e}", dest.display()));
+    }
+    Outcome::changed(format!("fetched to {}", dest.display()))
+}
