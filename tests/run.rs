@@ -366,3 +366,30 @@ fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() 
     let after: Vec<Vec<String>> = (0..4).map(|i| lab.double_calls(i)).collect();
     assert_eq!(before, after);
 }
+
+#[test]
+fn reboot_waits_for_a_new_boot_id_and_carries_on() {
+    let mut lab = Lab::start(1, LabOptions::default());
+    let site = Site::new(&lab);
+    lab.install_doubles(&["reboot"]);
+    let boot_before = std::fs::read_to_string(lab.path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
+    let mut child = site.cmd(&["run", "reboot", "--output", "json"]).stdout(Stdio::piped()).spawn().unwrap();
+    // The "machine" comes back after it went down.
+    let t = Instant::now();
+    while !lab.is_down(0) {
+        assert!(t.elapsed() < Duration::from_secs(30), "the host never rebooted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    lab.restart(0);
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    use std::io::Read;
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(status.code(), Some(0), "{out}");
+    let after = std::fs::read_to_string(lab.path(0, "/var/tmp/after")).unwrap();
+    assert_ne!(after.trim(), format!("after-{}", boot_before.trim()), "the step after the reboot ran on the new boot");
+    assert!(lab.double_calls(0).iter().any(|c| c.starts_with("reboot")));
+    let ev: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(ev.iter().any(|e| e["event"] == "task_end" && e["step"] == "reboot" && e["status"] == "changed"), "{out}");
+}

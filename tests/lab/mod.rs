@@ -315,6 +315,14 @@ impl Lab {
         }
     }
 
+    /// Whether the host went down by itself (its sshd exited).
+    pub fn is_down(&mut self, i: usize) -> bool {
+        match self.hosts[i].child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(Some(_))),
+            None => true,
+        }
+    }
+
     /// Restarts the host: same disk, new boot id.
     pub fn restart(&mut self, i: usize) {
         self.kill(i);
