@@ -70,6 +70,9 @@ impl Templates {
                 .build()
                 .expect("valid syntax config"),
         );
+        // minijinja escapes by file name (`config.yaml.j2` would get JSON quoting); Ansible never
+        // escapes, and config files must come out exactly as written.
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
@@ -202,6 +205,17 @@ mod tests {
         fn vars_of(&self, _: &str) -> Option<serde_json::Value> {
             None
         }
+    }
+
+    #[test]
+    fn yaml_templates_are_not_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.yaml.j2"), "token: {{ t }}\n").unwrap();
+        let t = Templates::new(Some(dir.path().to_path_buf()));
+        let mut vars = crate::inventory::Vars::new();
+        vars.insert("t".into(), serde_json::json!("K10::x"));
+        let ctx = host_context("h1", &vars, &serde_json::json!({}), &[], Arc::new(NoHosts));
+        assert_eq!(t.render_file("c.yaml.j2", &ctx).unwrap(), "token: K10::x\n");
     }
 
     #[test]

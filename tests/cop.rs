@@ -13,6 +13,8 @@ use serde_json::Value;
 
 const NAMES: &[(&str, &str)] = &[
     ("cop-master-1", "masters"),
+    ("cop-master-2", "masters"),
+    ("cop-master-3", "masters"),
     ("cop-worker-1", "workers"),
     ("cop-worker-2", "workers"),
     ("cop-worker-3", "workers"),
@@ -26,7 +28,16 @@ struct Cluster {
 impl Cluster {
     fn start() -> Cluster {
         let lab = Lab::start(NAMES.len(), LabOptions::default());
-        lab.install_doubles(&["systemctl", "apt-get", "dpkg-query", "modprobe", "lsmod", "sysctl", "hostnamectl"]);
+        lab.install_doubles(&[
+            "systemctl",
+            "apt-get",
+            "dpkg-query",
+            "modprobe",
+            "lsmod",
+            "sysctl",
+            "hostnamectl",
+            "kubectl",
+        ]);
         let dir = tempfile::tempdir().unwrap();
         let mut inv = String::new();
         for group in ["masters", "workers"] {
@@ -38,11 +49,35 @@ impl Cluster {
             }
         }
         inv.push_str(&format!(
-            "[cluster:children]\nmasters\nworkers\n[cluster:vars]\nansible_user=root\nansible_ssh_private_key_file={}\n",
+            "[masters:vars]\nrke2_type=server\n[workers:vars]\nrke2_type=agent\n[gpu]\n\
+             [cluster:children]\nmasters\nworkers\ngpu\n[cluster:vars]\nansible_user=root\nansible_ssh_private_key_file={}\n",
             lab.client_key.display()
         ));
         std::fs::write(dir.path().join("inventory.ini"), inv).unwrap();
-        std::fs::copy(repo().join("inventory/env.yaml"), dir.path().join("env.yaml")).unwrap();
+        // RKE2 artifacts on the "bastion": the install.sh double, a tarball holding the rke2 double,
+        // an images archive big enough to take the streaming path, and their sha256sum file.
+        let art = dir.path().join("artifacts");
+        std::fs::create_dir_all(art.join("tree/bin")).unwrap();
+        std::fs::copy(repo().join("tests/doubles/rke2-install.sh"), art.join("install.sh")).unwrap();
+        std::fs::copy(repo().join("tests/doubles/rke2"), art.join("tree/bin/rke2")).unwrap();
+        let st = Command::new("tar")
+            .args(["czf", "rke2.linux-amd64.tar.gz", "-C", "tree", "bin"])
+            .current_dir(&art)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::write(art.join("rke2-images.linux-amd64.tar.zst"), vec![7u8; 3 << 20]).unwrap();
+        let st = Command::new("sh")
+            .args(["-c", "sha256sum rke2.linux-amd64.tar.gz rke2-images.linux-amd64.tar.zst > sha256sum-amd64.txt"])
+            .current_dir(&art)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let env = std::fs::read_to_string(repo().join("inventory/env.yaml")).unwrap().replace(
+            "rke2_artifact_dir: /opt/openmaru-cop/artifacts/rke2",
+            &format!("rke2_artifact_dir: {}", art.display()),
+        );
+        std::fs::write(dir.path().join("env.yaml"), env).unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
         Cluster { lab, dir }
     }
@@ -95,14 +130,15 @@ fn system_setup_and_dns_converge_and_rerun_changes_nothing() {
         hosts.contains("192.0.2.100 registry.cop.example.com") && hosts.contains("# BEGIN OPENMARU COP HOSTS (copctl)"),
         "{hosts}"
     );
-    let calls = c.lab.double_calls(2);
+    let w2 = NAMES.iter().position(|(n, _)| *n == "cop-worker-2").unwrap();
+    let calls = c.lab.double_calls(w2);
     for want in
         ["hostnamectl set-hostname cop-worker-2", "modprobe overlay", "modprobe br_netfilter", "sysctl --system"]
     {
         assert!(calls.iter().any(|x| x == want), "missing `{want}` in {calls:?}");
     }
     assert!(
-        std::fs::read_to_string(c.lab.path(2, "/etc/sysctl.d/90-rke2.conf"))
+        std::fs::read_to_string(c.lab.path(w2, "/etc/sysctl.d/90-rke2.conf"))
             .unwrap()
             .contains("net.ipv4.ip_forward = 1")
     );
@@ -110,7 +146,7 @@ fn system_setup_and_dns_converge_and_rerun_changes_nothing() {
     let (code, ev) = c.run_json(&["system-setup", "system-dns"]);
     assert_eq!(code, Some(0));
     assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
-    assert_eq!(c.lab.double_calls(2).iter().filter(|x| *x == "sysctl --system").count(), 1);
+    assert_eq!(c.lab.double_calls(w2).iter().filter(|x| *x == "sysctl --system").count(), 1);
 }
 
 #[test]
@@ -127,5 +163,76 @@ fn node_setup_limited_to_the_new_worker_touches_nothing_else() {
         assert!(
             !std::fs::read_to_string(c.lab.path(i, "/etc/hosts")).unwrap_or_default().contains("OPENMARU COP HOSTS")
         );
+    }
+}
+
+/// Lines of the shared cluster state file (joins, violations), as the doubles wrote them.
+fn cluster_file(c: &Cluster, name: &str) -> Vec<String> {
+    std::fs::read_to_string(c.lab.root.join("cluster").join(name))
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
+    let c = Cluster::start();
+    let (code, ev) = c.run_json(&["rke2-install"]);
+    let failures: Vec<String> = ev
+        .iter()
+        .filter(|e| e["status"] == "failed")
+        .map(|e| format!("{} {} {}", e["host"], e["step"], e["msg"]))
+        .collect();
+    assert_eq!(code, Some(0), "{failures:?}");
+    assert!(cluster_file(&c, "violations").is_empty(), "a concurrent server join was attempted");
+    let joins: Vec<String> =
+        cluster_file(&c, "joins").iter().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect();
+    let servers: Vec<&String> = joins.iter().filter(|j| j.ends_with(" server")).collect();
+    assert_eq!(servers, ["cop-master-1 server", "cop-master-2 server", "cop-master-3 server"]);
+    assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
+    assert_eq!(joins.len(), 6, "{joins:?}");
+    let cfg = std::fs::read_to_string(c.lab.path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
+    let token = std::fs::read_to_string(c.lab.root.join("cluster/token")).unwrap();
+    assert!(cfg.contains(&format!("server: https://{}:9345", c.lab.hosts[0].addr)), "{cfg}");
+    assert!(cfg.contains(&format!("token: {}", token.trim())), "{cfg}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(c.lab.path(4, "/etc/rancher/rke2/config.yaml")).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The token never shows in what copctl prints or records.
+    assert!(!ev.iter().any(|e| e.to_string().contains(token.trim())));
+    // Re-run: nothing changes, nothing restarts, no new install.
+    let calls_before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
+    let (code, ev) = c.run_json(&["rke2-install"]);
+    assert_eq!(code, Some(0));
+    assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
+    for i in 0..NAMES.len() {
+        let new: Vec<String> = c.lab.double_calls(i)[calls_before[i].len()..].to_vec();
+        assert!(!new.iter().any(|l| l.contains("restart") || l.starts_with("install.sh")), "{}: {new:?}", NAMES[i].0);
+    }
+}
+
+#[test]
+fn rke2_install_limited_to_a_new_worker_changes_only_that_worker() {
+    let c = Cluster::start();
+    assert_eq!(c.run_json(&["rke2-install", "--limit", "!cop-worker-3"]).0, Some(0));
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
+    let (code, ev) = c.run_json(&["rke2-install", "--limit", "cop-worker-3"]);
+    assert_eq!(code, Some(0), "{ev:?}");
+    assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-worker-3 agent"));
+    let changed: std::collections::BTreeSet<&str> =
+        ev.iter().filter(|e| e["status"] == "changed").map(|e| e["host"].as_str().unwrap()).collect();
+    assert_eq!(changed.into_iter().collect::<Vec<_>>(), ["cop-worker-3"]);
+    // The first server was only read (the token; the Ready wait); the others not even that.
+    for (i, (name, _)) in NAMES.iter().enumerate().take(5) {
+        let new: Vec<String> = c.lab.double_calls(i)[before[i].len()..].to_vec();
+        if i == 0 {
+            assert!(
+                new.iter().all(|l| l.starts_with("kubectl get") || l.starts_with("systemctl is-active")),
+                "{name}: {new:?}"
+            );
+        } else {
+            assert!(new.is_empty(), "{name} was touched: {new:?}");
+        }
     }
 }

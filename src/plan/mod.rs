@@ -169,12 +169,14 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
                 Some(l) => full.iter().filter(|h| l.contains(*h)).cloned().collect(),
                 None => full.clone(),
             };
+            // Only reads of another host's results (through hostvars) can need a host outside
+            // the limit; a host's own registered results come from its own steps.
             if !inside.is_empty() {
-                for s in &play.steps {
-                    used.extend(identifiers(site, s));
-                }
-                for h in &pb.handlers {
-                    used.extend(identifiers(site, h));
+                for s in play.steps.iter().chain(pb.handlers.iter()) {
+                    let ids = identifiers(site, s);
+                    if ids.contains("hostvars") {
+                        used.extend(ids);
+                    }
                 }
             }
             let outside: Vec<String> = full.into_iter().filter(|h| !inside.contains(h)).collect();
@@ -337,11 +339,17 @@ impl Builder<'_> {
             .filter(|(_, s)| s.read_only && s.def.register.as_ref().is_some_and(|r| used.contains(r)))
             .map(|(i, _)| i)
             .collect();
-        if let Some(&last_needed) = needed.iter().max() {
+        if !needed.is_empty() {
             for h in outside {
+                // Per host: the needed steps whose `when` is not already known to be false there.
+                let Some(last_needed) =
+                    needed.iter().copied().filter(|si| !self.statically_false(pb, play, &play.steps[*si], h)).max()
+                else {
+                    continue;
+                };
                 let mut deps = start.clone();
                 for (si, step) in play.steps.iter().enumerate().take(last_needed + 1) {
-                    if !step.read_only {
+                    if !step.read_only || self.statically_false(pb, play, step, h) {
                         continue;
                     }
                     let n = self.step_task(pb, pi, ki, si, h, 1, true, &deps)?;
@@ -357,6 +365,36 @@ impl Builder<'_> {
         let end = self.barrier(pi, ki, batches.len().max(1), format!("end of play {}", play.name), &ends);
         self.play_end[pi].push(end);
         Ok(batches)
+    }
+
+    /// Whether a step's (or its play's) `when` is false on `host` whatever happens at run time:
+    /// it reads only inventory, site and playbook variables (no registered result or fact).
+    fn statically_false(&self, pb: &Playbook, play: &Play, step: &Step, host: &str) -> bool {
+        let runtime_names: HashSet<String> = pb
+            .all_steps()
+            .flat_map(|s| {
+                let mut v: Vec<String> = s.def.register.iter().cloned().collect();
+                if let Action::SetFact(m) = &s.action {
+                    v.extend(m.keys().cloned());
+                }
+                v
+            })
+            .collect();
+        let mut own = play.vars.clone();
+        own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let ctx = self.site.context(pb, host, std::sync::Arc::new(own));
+        [&play.when, &step.def.when].into_iter().flatten().any(|cond| {
+            let exprs = match cond {
+                crate::playbook::Condition::Bool(b) => return !b,
+                crate::playbook::Condition::Expr(e) => vec![e.clone()],
+                crate::playbook::Condition::All(v) => v.clone(),
+            };
+            exprs.iter().any(|e| {
+                let uses_runtime =
+                    IDENT.find_iter(e).any(|m| runtime_names.contains(m.as_str()) || m.as_str() == "item");
+                !uses_runtime && self.site.templates.eval(e, &ctx).is_ok_and(|v| !v.is_true())
+            })
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -420,7 +458,9 @@ impl Builder<'_> {
             label: step.name.clone(),
         };
         let n = self.add(t, &all_deps);
-        if let Some(r) = &step.def.register {
+        if let Some(r) = &step.def.register
+            && !self.statically_false(pb, &pb.plays[ki], step, host)
+        {
             self.producers.entry(r.clone()).or_default().push(n);
         }
         Ok(n)

@@ -140,18 +140,84 @@ pub async fn ensure_content(
 }
 
 pub async fn copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
-    let content = match (&a.content, &a.src) {
-        (Some(c), None) => c.clone().into_bytes(),
+    match (&a.content, &a.src) {
+        (Some(c), None) => {
+            ensure_content(
+                cx,
+                &a.dest,
+                c.clone().into_bytes(),
+                a.mode.as_deref(),
+                a.owner.as_deref(),
+                a.group.as_deref(),
+            )
+            .await
+        }
         (None, Some(src)) => {
             let p = cx.local_dir.join(src);
-            match std::fs::read(&p) {
-                Ok(b) => b,
+            let meta = match std::fs::metadata(&p) {
+                Ok(m) => m,
                 Err(e) => return Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
+            };
+            // Small files go through the text path (diffs); large ones (artifacts, images) are
+            // hashed and streamed from disk, never held in memory.
+            if meta.len() <= 1 << 20 {
+                match std::fs::read(&p) {
+                    Ok(b) => {
+                        ensure_content(cx, &a.dest, b, a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+                    }
+                    Err(e) => Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
+                }
+            } else {
+                ensure_large_file(cx, &a.dest, &p, a.mode.as_deref()).await
             }
         }
-        _ => return Outcome::failed("copy needs exactly one of src or content"),
+        _ => Outcome::failed("copy needs exactly one of src or content"),
+    }
+}
+
+async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path, mode: Option<&str>) -> Outcome {
+    let mode = match mode.map(parse_mode).transpose() {
+        Ok(m) => m,
+        Err(e) => return Outcome::failed(e),
     };
-    ensure_content(cx, &a.dest, content, a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+    let path = local.to_path_buf();
+    let want = match tokio::task::spawn_blocking(move || -> std::io::Result<String> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&path)?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        Ok(hex::encode(h.finalize()))
+    })
+    .await
+    {
+        Ok(Ok(h)) => h,
+        Ok(Err(e)) => return Outcome::failed(format!("{}: {e}", local.display())),
+        Err(e) => return Outcome::failed(e.to_string()),
+    };
+    let current = match stat(cx, dest, true).await {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let same = current
+        .as_ref()
+        .is_some_and(|s| s.sha256.as_deref() == Some(want.as_str()) && mode.is_none_or(|m| s.mode == m));
+    let mut o = if same { Outcome::ok("") } else { Outcome::changed(format!("copied {} to {dest}", local.display())) };
+    o.result.insert("checksum".into(), json!(want));
+    if same || cx.check {
+        return o;
+    }
+    let m = mode.or(current.as_ref().map(|s| s.mode)).unwrap_or(0o644);
+    if let Err(e) = cx.conn.put(PutSource::File(local.to_path_buf()), dest, m).await {
+        return transport_outcome(e);
+    }
+    o
 }
 
 pub async fn template(cx: &StepCtx<'_>, a: &TemplateArgs) -> Outcome {

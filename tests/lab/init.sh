@@ -19,6 +19,11 @@ mount --rbind /dev "$m/dev"
 mount -t tmpfs -o mode=755 tmpfs "$m/run"
 mount -t tmpfs -o mode=1777 tmpfs "$m/tmp"
 mkdir -p "$m/run/sshd" "$m/.oldroot"
+# A directory shared by all hosts of the lab (the simulated cluster state of the test doubles).
+if [ -n "${3:-}" ]; then
+  mkdir -p "$m/var/lib/copctl-cluster"
+  mount --bind "$3" "$m/var/lib/copctl-cluster"
+fi
 cd "$m"
 pivot_root . .oldroot
 umount -l /.oldroot

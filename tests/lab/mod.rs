@@ -79,6 +79,19 @@ fn claim_block(base: &Path) -> (usize, File) {
     panic!("no free lab address block (16 labs running?)");
 }
 
+/// Hosts left running by a lab whose process was killed (no Drop ran) still hold this block's
+/// addresses: their processes' root is under the block's directory.
+fn kill_stale_hosts(root: &Path) {
+    let Ok(rd) = fs::read_dir("/proc") else { return };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if fs::read_link(e.path().join("root")).is_ok_and(|r| r.starts_with(root)) {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
+}
+
 fn set_opaque(dir: &Path) {
     let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
     let r = unsafe { libc::setxattr(path.as_ptr(), c"trusted.overlay.opaque".as_ptr(), b"y".as_ptr().cast(), 1, 0) };
@@ -101,6 +114,7 @@ impl Lab {
         let base = PathBuf::from("/tmp/copctl-lab");
         let (block, lock) = claim_block(&base);
         let root = base.join(format!("lab-{block}"));
+        kill_stale_hosts(&root);
         let _ = Command::new("umount").arg("-R").arg("-l").arg(&root).output();
         let _ = fs::remove_dir_all(&root);
         fs::create_dir_all(&root).unwrap();
@@ -204,11 +218,14 @@ impl Lab {
             }
             None => Command::new("unshare"),
         };
+        let shared = self.root.join("cluster");
+        let _ = fs::create_dir_all(&shared);
         let child = cmd
             .args(["--mount", "--uts", "--pid", "--fork", "--propagation", "private", "--kill-child", "sh"])
             .arg(self.root.join("init.sh"))
             .arg(&h.dir)
             .arg(&h.name)
+            .arg(&shared)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
