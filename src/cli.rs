@@ -107,6 +107,11 @@ pub enum Command {
         #[arg(long)]
         log_file: Option<PathBuf>,
     },
+    /// The manual's node procedures, end to end.
+    Node {
+        #[command(subcommand)]
+        what: NodeCmd,
+    },
     /// List recent runs (.copctl/runs) with their result.
     Runs {
         #[arg(short = 'n', long, default_value_t = 10)]
@@ -151,6 +156,34 @@ pub enum Command {
         /// Every inventory host that key authentication cannot reach yet.
         #[arg(long, conflicts_with = "target")]
         all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCmd {
+    /// Add a node already listed in the inventory: key (if needed), system-setup, system-dns,
+    /// rke2-install, rke2-post-install, rke2-private-registry — all limited to the node (plus
+    /// read-only steps on the servers). Re-run it to resume after a failure.
+    Add {
+        name: String,
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// Remove a node: cordon, drain, stop RKE2, delete it from another server, uninstall.
+    Remove {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+        /// Remove even the last server, leave an even etcd member count, or go on after a failed drain.
+        #[arg(long)]
+        force: bool,
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
     },
 }
 
@@ -256,6 +289,15 @@ pub fn run(cli: Cli) -> Result<i32> {
                 let plan = match plan::plan(&site, vec![pb], limit.as_deref()) {
                     Ok(p) => p,
                     Err(e) if limit.is_some() && e.to_string().contains("leaves nothing to do") => continue,
+                    // A playbook that needs -e (node-remove's `node`) is checked when it is given.
+                    Err(e)
+                        if playbooks.is_empty()
+                            && e.to_string().contains(": hosts: ")
+                            && e.to_string().contains("undefined") =>
+                    {
+                        writeln!(out, "note: {name} not planned: {e}")?;
+                        continue;
+                    }
                     Err(e) => return Err(e),
                 };
                 tasks += plan.graph.node_count();
@@ -303,33 +345,22 @@ pub fn run(cli: Cli) -> Result<i32> {
             log_file,
         } => {
             init_tracing(cli.verbose, log_file.as_deref());
-            let site = cli.site(extra_vars)?;
-            let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
-            let plan = plan::plan(&site, pbs, limit.as_deref())?;
-            let mut hosts: Vec<String> = Vec::new();
-            for t in plan.graph.node_weights() {
-                for h in t.host.iter().chain(t.runs_on.iter()) {
-                    if !hosts.contains(h) {
-                        hosts.push(h.clone());
-                    }
-                }
-            }
-            let pool = cli.pool(&site, &hosts);
-            let opts = crate::run::RunOptions {
+            let opts = RunArgs {
                 check: *check,
                 diff: *diff,
-                forks: cli.forks,
                 tags: tags.clone(),
                 skip_tags: skip_tags.clone(),
                 start_at: start_at.clone(),
                 force_handlers: *force_handlers,
                 output: *output,
-                verbose: cli.verbose,
-                record_root: PathBuf::from(".copctl"),
-                local_dir: cli.inventory.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
             };
             drop(out);
-            return crate::run::run(site, plan, pool, opts);
+            return run_playbooks(&cli, playbooks, limit.as_deref(), extra_vars, opts);
+        }
+        Command::Node { what } => {
+            drop(out);
+            init_tracing(cli.verbose, None);
+            return node(&cli, what);
         }
         Command::Runs { count } => {
             let runs = crate::report::record::list_runs(std::path::Path::new(".copctl"), *count);
@@ -452,4 +483,135 @@ fn init_tracing(verbose: u8, log_file: Option<&std::path::Path>) {
             .with_filter(tracing_subscriber::EnvFilter::new("copctl=debug"))
     });
     let _ = tracing_subscriber::registry().with(stderr).with(file).try_init();
+}
+
+/// What `run` takes besides playbooks, limit and extra vars.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    pub check: bool,
+    pub diff: bool,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+    pub start_at: Option<String>,
+    pub force_handlers: bool,
+    pub output: OutputFormat,
+}
+
+fn run_playbooks(
+    cli: &Cli,
+    playbooks: &[String],
+    limit: Option<&str>,
+    extra_vars: &[String],
+    a: RunArgs,
+) -> Result<i32> {
+    let site = cli.site(extra_vars)?;
+    let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+    let plan = plan::plan(&site, pbs, limit)?;
+    let mut hosts: Vec<String> = Vec::new();
+    for t in plan.graph.node_weights() {
+        for h in t.host.iter().chain(t.runs_on.iter()) {
+            if !hosts.contains(h) {
+                hosts.push(h.clone());
+            }
+        }
+    }
+    let pool = cli.pool(&site, &hosts);
+    let opts = crate::run::RunOptions {
+        check: a.check,
+        diff: a.diff,
+        forks: cli.forks,
+        tags: a.tags,
+        skip_tags: a.skip_tags,
+        start_at: a.start_at,
+        force_handlers: a.force_handlers,
+        output: a.output,
+        verbose: cli.verbose,
+        record_root: PathBuf::from(".copctl"),
+        local_dir: cli.inventory.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+    };
+    crate::run::run(site, plan, pool, opts)
+}
+
+/// `copctl node add|remove NAME`.
+fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
+    let site = cli.site(&[])?;
+    let name = match what {
+        NodeCmd::Add { name, .. } | NodeCmd::Remove { name, .. } => name,
+    };
+    if !site.inventory.hosts.contains_key(name) {
+        return Err(site.inventory.no_match_error("node", name).with_extra_help(
+            "add the node to inventory.ini (and its settings to env.yaml) first: the manual's step 2",
+        ));
+    }
+    match what {
+        NodeCmd::Add { name, extra_vars, output } => {
+            // Step 3 of the manual: the bastion's key on the node, asked for only when key
+            // authentication does not work yet.
+            let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
+            let spec = HostSpec::from_inventory(&site.inventory, name, &cfg);
+            if spec.kind == crate::transport::ConnectionKind::Ssh {
+                let opts = cli.ssh_options();
+                let rt = crate::runtime()?;
+                match rt.block_on(crate::transport::SshConnection::connect(&spec, &opts, None)) {
+                    Ok(c) => rt.block_on(c.close()),
+                    Err(crate::transport::TransportError::AuthFailed { .. }) => {
+                        let pubkey = crate::keycopy::public_key_file(None)?;
+                        let text = std::fs::read_to_string(&pubkey)
+                            .map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;
+                        let pw = crate::keycopy::password_source(format!("SSH password for {}: ", spec.target()));
+                        rt.block_on(crate::keycopy::copy_id(&spec, &opts, &text, &pw))?;
+                        println!("{name}: installed {} for {}", pubkey.display(), spec.target());
+                    }
+                    Err(e) => return Err(Error::plain(e.to_string())),
+                }
+            }
+            let gpu = site.inventory.host_groups(name).contains("gpu");
+            let mut playbooks: Vec<String> = vec!["system-setup".into(), "system-dns".into()];
+            let available = site.playbooks.names();
+            if gpu {
+                for p in ["gpu-preinstall", "gpu-install"] {
+                    if available.iter().any(|a| a == p) {
+                        playbooks.push(p.into());
+                    } else {
+                        eprintln!(
+                            "note: {name} is a GPU node, but there is no {p} playbook yet: install the driver by hand"
+                        );
+                    }
+                }
+            }
+            playbooks.extend(["rke2-install", "rke2-post-install", "rke2-private-registry"].map(String::from));
+            if gpu && available.iter().any(|a| a == "gpu-operator") {
+                playbooks.push("gpu-operator".into());
+            }
+            let args = RunArgs { output: *output, ..Default::default() };
+            run_playbooks(cli, &playbooks, Some(name), extra_vars, args)
+        }
+        NodeCmd::Remove { name, yes, force, extra_vars, output } => {
+            if !yes {
+                use std::io::IsTerminal;
+                if !std::io::stdin().is_terminal() {
+                    return Err(Error::with_help(
+                        format!("removing {name} needs a confirmation and there is no terminal to ask on"),
+                        "pass --yes to confirm on the command line",
+                    ));
+                }
+                eprint!(
+                    "Remove {name} from the cluster? It is cordoned, drained, deleted from the cluster and RKE2 is uninstalled.\nType the node name to confirm: "
+                );
+                let mut answer = String::new();
+                std::io::stdin().read_line(&mut answer)?;
+                if answer.trim() != name {
+                    eprintln!("not confirmed: nothing was changed");
+                    return Ok(1);
+                }
+            }
+            let mut ev = extra_vars.clone();
+            ev.push(format!("node={name}"));
+            if *force {
+                ev.push("{\"force\": true}".into());
+            }
+            let args = RunArgs { output: *output, ..Default::default() };
+            run_playbooks(cli, &["node-remove".to_string()], Some(name), &ev, args)
+        }
+    }
 }

@@ -105,6 +105,20 @@ impl Error {
         Error::Plain { message: message.into(), help: Some(help.into()) }
     }
 
+    /// Adds a second piece of advice to a plain error's help.
+    pub fn with_extra_help(self, more: &str) -> Self {
+        match self {
+            Error::Plain { message, help } => Error::Plain {
+                message,
+                help: Some(match help {
+                    Some(h) => format!("{h}; {more}"),
+                    None => more.to_string(),
+                }),
+            },
+            other => other,
+        }
+    }
+
     /// The `file:line` this error points at, if any (tests and JSON output use it).
     pub fn location(&self) -> Option<(String, usize)> {
         match self {

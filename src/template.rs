@@ -89,11 +89,21 @@ impl Templates {
     }
 
     /// Renders a string when it holds template syntax; plain strings pass through untouched.
+    /// A variable whose value is itself a template (`kube_host: "{{ groups['masters'][0] }}"`)
+    /// is rendered in turn, as Ansible's lazy templating does (a few levels deep).
     pub fn render_str(&self, text: &str, ctx: &Value) -> Result<String, minijinja::Error> {
-        if !text.contains("{{") && !text.contains("{%") {
-            return Ok(text.to_string());
+        let mut out = text.to_string();
+        for _ in 0..5 {
+            if !out.contains("{{") && !out.contains("{%") {
+                break;
+            }
+            let next = self.env.render_str(&out, ctx)?;
+            if next == out {
+                break;
+            }
+            out = next;
         }
-        self.env.render_str(text, ctx)
+        Ok(out)
     }
 
     /// Evaluates a bare expression (`when:`, `until:`, `changed_when:`), Ansible-style.

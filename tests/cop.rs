@@ -236,3 +236,169 @@ fn rke2_install_limited_to_a_new_worker_changes_only_that_worker() {
         }
     }
 }
+
+/// Installs RKE2 on the whole lab cluster (the state the later procedures start from).
+fn installed() -> Cluster {
+    let c = Cluster::start();
+    let (code, ev) = c.run_json(&["rke2-install"]);
+    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    c
+}
+
+fn node_state(c: &Cluster, node: &str, what: &str) -> String {
+    std::fs::read_to_string(c.lab.root.join("cluster/nodes").join(node).join(what))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// `(host, step)` of every task that ran, in the order they ended.
+fn steps_run(ev: &[Value]) -> Vec<(String, String)> {
+    ev.iter()
+        .filter(|e| e["event"] == "task_end" && e["status"] != "skipped")
+        .map(|e| (e["host"].as_str().unwrap().to_string(), e["step"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn rolling_restart_goes_node_by_node_and_keeps_an_admin_cordon() {
+    let c = installed();
+    // An administrator cordoned worker-2 before the maintenance.
+    std::fs::write(c.lab.root.join("cluster/nodes/cop-worker-2/unschedulable"), "true\n").unwrap();
+    let (code, ev) = c.run_json(&[
+        "rolling-restart",
+        "-e",
+        "target_group=workers",
+        "-e",
+        "cordon_nodes=true",
+        "-e",
+        "drain_nodes=true",
+    ]);
+    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    let run = steps_run(&ev);
+    // One node at a time, each through the whole sequence.
+    let mut order: Vec<String> = Vec::new();
+    for (h, _) in &run {
+        if order.last() != Some(h) {
+            assert!(!order.contains(h), "{h} came back after another node: {run:?}");
+            order.push(h.clone());
+        }
+    }
+    assert_eq!(order, ["cop-worker-1", "cop-worker-2", "cop-worker-3"]);
+    let w1: Vec<&str> = run.iter().filter(|(h, _)| h == "cop-worker-1").map(|(_, s)| s.as_str()).collect();
+    assert_eq!(w1, ["cordon", "drain", "stop on a failed drain", "restart rke2", "wait until Ready", "uncordon"]);
+    // kubectl ran on a server, in the manual's order; worker-2 was never uncordoned by copctl.
+    let k: Vec<String> = c
+        .lab
+        .double_calls(0)
+        .into_iter()
+        .filter(|l| {
+            l.starts_with("kubectl cordon") || l.starts_with("kubectl drain") || l.starts_with("kubectl uncordon")
+        })
+        .collect();
+    assert_eq!(
+        k,
+        [
+            "kubectl cordon cop-worker-1",
+            "kubectl drain cop-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=300s",
+            "kubectl uncordon cop-worker-1",
+            "kubectl drain cop-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=300s",
+            "kubectl cordon cop-worker-3",
+            "kubectl drain cop-worker-3 --ignore-daemonsets --delete-emptydir-data --timeout=300s",
+            "kubectl uncordon cop-worker-3"
+        ]
+    );
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true", "an admin's cordon stays");
+    assert_eq!(node_state(&c, "cop-worker-1", "unschedulable"), "false");
+    // No server was restarted.
+    assert!(!(0..3).any(|i| c.lab.double_calls(i).iter().any(|l| l == "systemctl restart rke2-server")));
+}
+
+#[test]
+fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
+    let c = installed();
+    let pods = c.lab.root.join("cluster/pods/cop-worker-2");
+    std::fs::create_dir_all(&pods).unwrap();
+    std::fs::write(pods.join("standalone.bare"), "").unwrap();
+    let (code, ev) = c.run_json(&["rolling-restart", "-e", "target_group=workers", "-e", "drain_nodes=true"]);
+    assert_eq!(code, Some(2));
+    let run = steps_run(&ev);
+    assert!(run.iter().any(|(h, s)| h == "cop-worker-1" && s == "uncordon"));
+    assert!(run.iter().any(|(h, s)| h == "cop-worker-2" && s == "uncordon after a failed drain"), "{run:?}");
+    assert!(!run.iter().any(|(h, s)| h == "cop-worker-2" && s == "restart rke2"), "restarted after a failed drain");
+    assert!(!run.iter().any(|(h, _)| h == "cop-worker-3"), "the restart must stop at the failure: {run:?}");
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false", "the node is left schedulable");
+    let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
+    assert!(failed["msg"].as_str().unwrap().contains("drain of cop-worker-2 failed"), "{failed}");
+}
+
+#[test]
+fn node_add_then_node_remove() {
+    let c = Cluster::start();
+    let (code, ev) = c.run_json(&["system-setup", "system-dns", "rke2-install", "--limit", "!cop-worker-3"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "{:?}",
+        ev.iter()
+            .filter(|e| e["status"] == "failed"
+                || e["event"] == "run_end"
+                || e["msg"].as_str().is_some_and(|m| m.contains("not run")))
+            .collect::<Vec<_>>()
+    );
+    let others: Vec<Vec<String>> = (0..5).map(|i| c.lab.double_calls(i)).collect();
+    let o = c.copctl(&["node", "add", "cop-worker-3"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-worker-3 agent"));
+    for i in 1..5 {
+        assert_eq!(c.lab.double_calls(i), others[i], "{} was touched by node add", NAMES[i].0);
+    }
+    assert!(
+        std::fs::read_to_string(c.lab.path(5, "/etc/rancher/rke2/registries.yaml"))
+            .unwrap()
+            .contains("registry.cop.example.com:8443")
+    );
+
+    // Remove it again: the manual's order, from another server; the node is gone and RKE2 too.
+    let o = c.copctl(&["node", "remove", "cop-worker-3", "--yes", "--output", "json"]);
+    let ev: Vec<Value> = stdout(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{:?}",
+        stderr(&o),
+        ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>()
+    );
+    let steps: Vec<String> = steps_run(&ev).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        steps,
+        [
+            "another server to work from",
+            "not the last server",
+            "etcd member count stays odd",
+            "cordon",
+            "drain",
+            "stop rke2",
+            "delete the node",
+            "uninstall rke2"
+        ]
+    );
+    assert!(!c.lab.root.join("cluster/nodes/cop-worker-3").exists());
+    let w3 = c.lab.double_calls(5);
+    let tail: Vec<&String> = w3.iter().rev().take(3).collect();
+    assert!(tail.iter().any(|l| *l == "rke2-uninstall.sh"), "{w3:?}");
+    assert!(
+        w3.iter().any(|l| l == "systemctl stop rke2-agent") && w3.iter().any(|l| l == "systemctl disable rke2-agent")
+    );
+    assert!(c.lab.double_calls(0).iter().any(|l| l == "kubectl delete node cop-worker-3"));
+}
+
+#[test]
+fn removing_a_server_that_leaves_an_even_etcd_count_is_refused() {
+    let c = installed();
+    let o = c.copctl(&["node", "remove", "cop-master-3", "--yes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("leaves 2 etcd members"), "{}", stdout(&o));
+    assert!(c.lab.root.join("cluster/nodes/cop-master-3").exists(), "nothing was removed");
+    assert!(!c.lab.double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
+}

@@ -159,8 +159,28 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         let mut per_play = Vec::new();
         for play in &pb.plays {
             let pattern = site.render_global(pb, &play.hosts).map_err(|e| {
-                pb.source.error_at(play.line, 1, 0, format!("play '{}': hosts: {e}", play.name), "in this play", None)
+                let help = crate::template::Templates::is_undefined_error(&e)
+                    .then(|| "this playbook needs that variable: pass it with -e name=value".to_string());
+                pb.source.error_at(
+                    play.line,
+                    1,
+                    0,
+                    format!("play '{}': hosts: {}", play.name, check::describe(&e)),
+                    "in this play",
+                    help,
+                )
             })?;
+            // Ansible reads an empty pattern as `all`: never here (think of node-remove).
+            if pattern.trim().is_empty() {
+                return Err(pb.source.error_at(
+                    play.line,
+                    1,
+                    0,
+                    format!("play '{}': hosts: '{}' renders to an empty pattern", play.name, play.hosts),
+                    "in this play",
+                    Some("an empty pattern would select every host: set the variable (-e name=value)".into()),
+                ));
+            }
             let full = inv.select(&pattern, None)?;
             if full.is_empty() {
                 warnings.push(format!("{}: play '{}': hosts '{pattern}' matches no host; skipped", pb.name, play.name));

@@ -23,6 +23,24 @@ impl<T: Clone> OneOrMany<T> {
     }
 }
 
+/// A number that may also be written as a template (`timeout: "{{ drain_timeout }}"`); the text
+/// must render to a number.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum Number {
+    Value(u64),
+    Text(String),
+}
+
+impl Number {
+    pub fn get(&self) -> Result<u64, String> {
+        match self {
+            Number::Value(n) => Ok(*n),
+            Number::Text(t) => t.trim().parse().map_err(|_| format!("'{t}' is not a number")),
+        }
+    }
+}
+
 /// `when:`/`changed_when:`/`failed_when:`: an expression, a list of them (all must hold), or a
 /// literal boolean.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -205,9 +223,9 @@ pub struct WaitForArgs {
     pub path: Option<String>,
     pub command: Option<String>,
     /// Seconds before giving up.
-    pub timeout: Option<u64>,
+    pub timeout: Option<Number>,
     /// Seconds between attempts.
-    pub interval: Option<u64>,
+    pub interval: Option<Number>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -246,7 +264,7 @@ pub struct KubeArgs {
     pub node: String,
     #[serde(default)]
     pub labels: IndexMap<String, String>,
-    pub timeout: Option<u64>,
+    pub timeout: Option<Number>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -35,7 +35,10 @@ fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
 
 pub async fn kube(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
     let n = shell_quote(&a.node);
-    let timeout = a.timeout.unwrap_or(600);
+    let timeout = match a.timeout.as_ref().map(|n| n.get()).transpose() {
+        Ok(t) => t.unwrap_or(600),
+        Err(e) => return Outcome::failed(format!("kube timeout: {e}")),
+    };
     let cordon = format!(
         "if [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE already cordoned'; \
          else do_ cordoned \"$K cordon {n} && $K annotate node {n} {MARK}=true --overwrite\"; fi\n"

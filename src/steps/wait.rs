@@ -11,8 +11,11 @@ use crate::template::shell_quote;
 use crate::transport::{ExecRequest, Transport};
 
 pub async fn wait_for(cx: &StepCtx<'_>, a: &WaitForArgs) -> Outcome {
-    let timeout = a.timeout.unwrap_or(300);
-    let interval = a.interval.unwrap_or(1).max(1);
+    let (timeout, interval) =
+        match (a.timeout.as_ref().map(|n| n.get()).transpose(), a.interval.as_ref().map(|n| n.get()).transpose()) {
+            (Ok(t), Ok(i)) => (t.unwrap_or(300), i.unwrap_or(1).max(1)),
+            (Err(e), _) | (_, Err(e)) => return Outcome::failed(format!("wait_for: {e}")),
+        };
     let (check, what) = match (&a.port, &a.path, &a.command) {
         (Some(port), None, None) => {
             let host = a.host.clone().unwrap_or_else(|| "127.0.0.1".into());
