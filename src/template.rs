@@ -136,7 +136,45 @@ pub fn host_context(
     Value::from(map)
 }
 
+/// Compares dotted versions numerically (`580.95.05` > `565.57.01`, `v1.31.4+rke2r1` < `v1.32.0`).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |s: &str| -> Vec<u64> {
+        s.trim_start_matches('v')
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    let (x, y) = (parts(a), parts(b));
+    for i in 0..x.len().max(y.len()) {
+        let o = x.get(i).copied().unwrap_or(0).cmp(&y.get(i).copied().unwrap_or(0));
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `x is version(y, '>=')`.
+    env.add_test("version", |v: String, other: String, op: Option<String>| -> Result<bool, minijinja::Error> {
+        use std::cmp::Ordering::*;
+        let o = compare_versions(&v, &other);
+        Ok(match op.as_deref().unwrap_or("==") {
+            ">=" | "ge" => o != Less,
+            ">" | "gt" => o == Greater,
+            "<=" | "le" => o != Greater,
+            "<" | "lt" => o == Less,
+            "==" | "eq" | "=" => o == Equal,
+            "!=" | "ne" => o != Equal,
+            other => {
+                return Err(minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("unknown version operator {other}"),
+                ));
+            }
+        })
+    });
     // POSIX shell quoting exactly as Ansible's `quote` (Python's shlex.quote) does it, so a
     // site's shell lines render the same under copctl and Ansible.
     env.add_filter("quote", |v: Value| -> String {
@@ -215,6 +253,15 @@ mod tests {
         fn vars_of(&self, _: &str) -> Option<serde_json::Value> {
             None
         }
+    }
+
+    #[test]
+    fn version_test() {
+        let t = Templates::new(None);
+        let ctx = host_context("h", &crate::inventory::Vars::new(), &serde_json::json!({}), &[], Arc::new(NoHosts));
+        assert!(t.eval("'580.95.05' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
+        assert!(!t.eval("'550.1' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
+        assert!(t.eval("'v1.31.4+rke2r1' is version('v1.32.0', '<')", &ctx).unwrap().is_true());
     }
 
     #[test]

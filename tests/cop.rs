@@ -18,6 +18,7 @@ const NAMES: &[(&str, &str)] = &[
     ("cop-worker-1", "workers"),
     ("cop-worker-2", "workers"),
     ("cop-worker-3", "workers"),
+    ("cop-gpu-1", "gpu"),
 ];
 
 struct Cluster {
@@ -30,6 +31,9 @@ impl Cluster {
         let lab = Lab::start(NAMES.len(), LabOptions::default());
         lab.install_doubles(&[
             "systemctl",
+            "helm",
+            "nvidia-smi",
+            "update-initramfs",
             "apt-get",
             "dpkg-query",
             "modprobe",
@@ -40,7 +44,7 @@ impl Cluster {
         ]);
         let dir = tempfile::tempdir().unwrap();
         let mut inv = String::new();
-        for group in ["masters", "workers"] {
+        for group in ["masters", "workers", "gpu"] {
             inv.push_str(&format!("[{group}]\n"));
             for (i, (name, g)) in NAMES.iter().enumerate() {
                 if *g == group {
@@ -49,7 +53,7 @@ impl Cluster {
             }
         }
         inv.push_str(&format!(
-            "[masters:vars]\nrke2_type=server\n[workers:vars]\nrke2_type=agent\n[gpu]\n\
+            "[masters:vars]\nrke2_type=server\n[workers:vars]\nrke2_type=agent\n[gpu:vars]\nrke2_type=agent\ngpu_node=True\n\
              [cluster:children]\nmasters\nworkers\ngpu\n[cluster:vars]\nansible_user=root\nansible_ssh_private_key_file={}\n",
             lab.client_key.display()
         ));
@@ -73,10 +77,28 @@ impl Cluster {
             .status()
             .unwrap();
         assert!(st.success());
-        let env = std::fs::read_to_string(repo().join("inventory/env.yaml")).unwrap().replace(
-            "rke2_artifact_dir: /opt/openmaru-cop/artifacts/rke2",
-            &format!("rke2_artifact_dir: {}", art.display()),
-        );
+        // The NVIDIA driver runfile double: records itself, "loads" its version, and leaves an
+        // nvidia-uninstall behind, as the real installer does.
+        let nv = dir.path().join("nvidia");
+        std::fs::create_dir_all(&nv).unwrap();
+        std::fs::write(
+            nv.join("NVIDIA-Linux-x86_64-580.95.05.run"),
+            "#!/bin/sh\necho \"nvidia-installer $*\" >> /var/log/copctl-doubles.log\nmkdir -p /var/lib/copctl-doubles/nvidia\n\
+             echo 580.95.05 > /var/lib/copctl-doubles/nvidia/version\n\
+             printf '#!/bin/sh\\necho \"nvidia-uninstall $*\" >> /var/log/copctl-doubles.log\\nrm -f /var/lib/copctl-doubles/nvidia/version\\n' > /usr/local/sbin/nvidia-uninstall\n\
+             chmod 755 /usr/local/sbin/nvidia-uninstall\n",
+        )
+        .unwrap();
+        let env = std::fs::read_to_string(repo().join("inventory/env.yaml"))
+            .unwrap()
+            .replace(
+                "rke2_artifact_dir: /opt/openmaru-cop/artifacts/rke2",
+                &format!("rke2_artifact_dir: {}", art.display()),
+            )
+            .replace(
+                "gpu_driver_artifact_dir: /opt/openmaru-cop/artifacts/nvidia",
+                &format!("gpu_driver_artifact_dir: {}", nv.display()),
+            );
         std::fs::write(dir.path().join("env.yaml"), env).unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
         Cluster { lab, dir }
@@ -189,7 +211,7 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     let servers: Vec<&String> = joins.iter().filter(|j| j.ends_with(" server")).collect();
     assert_eq!(servers, ["cop-master-1 server", "cop-master-2 server", "cop-master-3 server"]);
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
-    assert_eq!(joins.len(), 6, "{joins:?}");
+    assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
     let cfg = std::fs::read_to_string(c.lab.path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
     let token = std::fs::read_to_string(c.lab.root.join("cluster/token")).unwrap();
     assert!(cfg.contains(&format!("server: https://{}:9345", c.lab.hosts[0].addr)), "{cfg}");
@@ -346,11 +368,11 @@ fn node_add_then_node_remove() {
                 || e["msg"].as_str().is_some_and(|m| m.contains("not run")))
             .collect::<Vec<_>>()
     );
-    let others: Vec<Vec<String>> = (0..5).map(|i| c.lab.double_calls(i)).collect();
+    let others: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
     let o = c.copctl(&["node", "add", "cop-worker-3"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-worker-3 agent"));
-    for i in 1..5 {
+    for i in (1..NAMES.len()).filter(|i| *i != 5) {
         assert_eq!(c.lab.double_calls(i), others[i], "{} was touched by node add", NAMES[i].0);
     }
     assert!(
@@ -401,4 +423,72 @@ fn removing_a_server_that_leaves_an_even_etcd_count_is_refused() {
     assert!(stdout(&o).contains("leaves 2 etcd members"), "{}", stdout(&o));
     assert!(c.lab.root.join("cluster/nodes/cop-master-3").exists(), "nothing was removed");
     assert!(!c.lab.double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
+}
+
+#[test]
+fn gpu_driver_and_operator_with_dra() {
+    let c = installed();
+    let gpu = NAMES.iter().position(|(n, _)| *n == "cop-gpu-1").unwrap();
+    let (code, ev) = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"]);
+    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    let calls = c.lab.double_calls(gpu);
+    assert!(calls.iter().any(|l| l.starts_with("apt-get install") && l.contains("linux-headers-")), "{calls:?}");
+    assert!(calls.iter().any(|l| l == "nvidia-installer --silent --dkms"), "{calls:?}");
+    assert!(!calls.iter().any(|l| l.starts_with("reboot")), "nouveau was not loaded: no reboot");
+    assert!(c.lab.path(gpu, "/etc/modprobe.d/blacklist-nouveau.conf").exists());
+    let helm: Vec<String> = c.lab.double_calls(0).into_iter().filter(|l| l.starts_with("helm upgrade")).collect();
+    let op = helm.iter().find(|l| l.contains("gpu-operator nvidia/gpu-operator")).expect("GPU Operator installed");
+    for want in [
+        "driver.enabled=false",
+        "toolkit.env[0].value=/run/k3s/containerd/containerd.sock",
+        "devicePlugin.enabled=false",
+    ] {
+        assert!(op.contains(want), "{want} missing in {op}");
+    }
+    assert!(helm.iter().any(|l| l.contains("dra-driver-nvidia-gpu")), "{helm:?}");
+    assert_eq!(node_state(&c, "cop-gpu-1", "labels"), "nvidia.com/dra-kubelet-plugin=true");
+    // Everything is in place: a re-run changes nothing (the driver is current, helm digests equal).
+    let (code, ev) = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"]);
+    assert_eq!(code, Some(0));
+    assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
+    // An older driver is left alone unless the upgrade is asked for; then drained and replaced.
+    std::fs::write(c.lab.path(gpu, "/var/lib/copctl-doubles/nvidia/version"), "550.54.15\n").unwrap();
+    let o = c.copctl(&["run", "gpu-install"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("rerun with -e gpu_driver_upgrade=true"), "{}", stdout(&o));
+    let (code, ev) = c.run_json(&["gpu-install", "-e", "gpu_driver_upgrade=true"]);
+    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    let steps: Vec<String> = steps_run(&ev)
+        .into_iter()
+        .filter(|(_, s)| !s.starts_with("installed") && !s.starts_with("not older") && s != "decide")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "cordon for the upgrade",
+            "drain for the upgrade",
+            "remove the old driver",
+            "staging directory",
+            "driver installer from the bastion",
+            "install the driver",
+            "the driver answers",
+            "uncordon after the upgrade"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(c.lab.path(gpu, "/var/lib/copctl-doubles/nvidia/version")).unwrap().trim(),
+        "580.95.05"
+    );
+    assert_eq!(node_state(&c, "cop-gpu-1", "unschedulable"), "false");
+}
+
+#[test]
+fn dra_and_time_slicing_together_are_refused_before_anything_runs() {
+    let c = Cluster::start();
+    let o = c.copctl(&["run", "gpu-operator", "-e", "gpu_time_slicing_enabled=true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("never both on the same GPUs"), "{}", stderr(&o));
+    assert!(!c.path(".copctl").exists(), "nothing ran");
+    assert!(c.lab.double_calls(0).is_empty());
 }

@@ -149,6 +149,26 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         None => None,
     };
     check_needs_cycles(&playbooks)?;
+    // Site conditions first: a wrong combination of settings stops the run before any host.
+    for pb in &playbooks {
+        let ctx = crate::template::to_value(site.layers(pb).global());
+        for (r, line) in &pb.require {
+            let ok = site.templates.eval(&r.that, &ctx).map_err(|e| {
+                pb.source.error_at(*line, 1, 0, format!("require: {}", check::describe(&e)), "this condition", None)
+            })?;
+            if !ok.is_true() {
+                let msg = site.templates.render_str(&r.msg, &ctx).unwrap_or_else(|_| r.msg.clone());
+                return Err(pb.source.error_at(
+                    *line,
+                    1,
+                    0,
+                    msg,
+                    "this requirement",
+                    Some(format!("{} requires: {}; fix the settings in env.yaml (or -e)", pb.name, r.that)),
+                ));
+            }
+        }
+    }
     let mut b = Builder { site, graph: DiGraph::new(), host_end: vec![], play_end: vec![], producers: HashMap::new() };
     let mut all_batches = Vec::new();
     let mut warnings = Vec::new();

@@ -49,12 +49,22 @@ impl Batch {
     }
 }
 
+/// A condition on the site that must hold before anything runs (checked at plan time).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Require {
+    pub that: String,
+    pub msg: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlaybookDef {
     description: Option<String>,
     #[serde(default)]
     vars: IndexMap<String, Value>,
+    #[serde(default)]
+    require: Vec<Spanned<Require>>,
     plays: Vec<Spanned<PlayDef>>,
     #[serde(default)]
     handlers: Vec<Spanned<StepDef>>,
@@ -116,6 +126,8 @@ pub struct Playbook {
     pub source: Source,
     pub description: Option<String>,
     pub vars: Vars,
+    /// Site conditions, with their line.
+    pub require: Vec<(Require, usize)>,
     pub plays: Vec<Play>,
     pub handlers: Vec<Step>,
 }
@@ -243,6 +255,7 @@ impl Playbook {
             source,
             description: def.description,
             vars: def.vars.into_iter().collect(),
+            require: def.require.into_iter().map(|r| (r.value, r.referenced.line() as usize)).collect(),
             plays,
             handlers,
         };
