@@ -206,7 +206,11 @@ impl Job {
                             o.msg = "failed_when condition is true".into();
                         }
                     }
-                    Ok(false) if o.status == Status::Failed => o.status = Status::Changed,
+                    Ok(false) if o.status == Status::Failed => {
+                        // Not a failure by the step's own rule: the rc stays in the result.
+                        o.status = Status::Changed;
+                        o.msg.clear();
+                    }
                     Ok(false) => {}
                     Err(e) => return Outcome::failed(format!("failed_when: {e}")),
                 }

@@ -5,6 +5,8 @@
 //! Used by the integration tests (`mod lab;`) and by the `copctl-lab` command for a person.
 #![allow(dead_code)]
 
+pub mod cop_site;
+
 use std::fs::{self, File};
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
