@@ -106,6 +106,12 @@ pub enum Command {
         /// Also write the log (tracing, debug level) to this file.
         #[arg(long)]
         log_file: Option<PathBuf>,
+        /// Confirm what a playbook stops to ask about (e.g. draining a GPU node with work on it).
+        #[arg(long)]
+        yes: bool,
+        /// Go on where a playbook refuses (e.g. no other GPU node could take the work).
+        #[arg(long)]
+        force: bool,
     },
     /// The manual's node procedures, end to end.
     Node {
@@ -343,8 +349,18 @@ pub fn run(cli: Cli) -> Result<i32> {
             force_handlers,
             output,
             log_file,
+            yes,
+            force,
         } => {
             init_tracing(cli.verbose, log_file.as_deref());
+            let mut extra_vars = extra_vars.clone();
+            if *yes {
+                extra_vars.push("{\"yes\": true}".into());
+            }
+            if *force {
+                extra_vars.push("{\"force\": true}".into());
+            }
+            let extra_vars = &extra_vars;
             let opts = RunArgs {
                 check: *check,
                 diff: *diff,
@@ -607,6 +623,8 @@ fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
             }
             let mut ev = extra_vars.clone();
             ev.push(format!("node={name}"));
+            // The confirmation covers the GPU work check too.
+            ev.push("{\"yes\": true}".into());
             if *force {
                 ev.push("{\"force\": true}".into());
             }

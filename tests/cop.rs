@@ -386,6 +386,7 @@ fn gpu_driver_and_operator_with_dra() {
     assert_eq!(
         steps,
         [
+            "GPU work on the node",
             "cordon for the upgrade",
             "drain for the upgrade",
             "remove the old driver",
@@ -411,4 +412,50 @@ fn dra_and_time_slicing_together_are_refused_before_anything_runs() {
     assert!(stderr(&o).contains("never both on the same GPUs"), "{}", stderr(&o));
     assert!(!c.path(".copctl").exists(), "nothing ran");
     assert!(c.lab.double_calls(0).is_empty());
+}
+
+#[test]
+fn draining_a_gpu_node_with_work_stops_unless_confirmed_or_forced() {
+    let c = installed();
+    let cl = c.lab.root.join("cluster");
+    // cop-gpu-1 runs a training pod holding a ResourceClaim; each GPU node has one device, and
+    // cop-gpu-2's is already allocated.
+    std::fs::create_dir_all(cl.join("pods/cop-gpu-1")).unwrap();
+    std::fs::write(cl.join("pods/cop-gpu-1/ml_train.claim"), "").unwrap();
+    std::fs::create_dir_all(cl.join("resourceslices")).unwrap();
+    std::fs::write(cl.join("resourceslices/cop-gpu-1"), "1").unwrap();
+    std::fs::write(cl.join("resourceslices/cop-gpu-2"), "1").unwrap();
+    std::fs::create_dir_all(cl.join("claims/cop-gpu-2")).unwrap();
+    std::fs::write(cl.join("claims/cop-gpu-2/inference"), "").unwrap();
+    let drains = |c: &Cluster| c.lab.double_calls(0).iter().filter(|l| l.starts_with("kubectl drain cop-gpu")).count();
+    let restart = ["run", "rolling-restart", "-e", "target_group=gpu", "-e", "drain_nodes=true"];
+
+    // Nowhere to go: refused, nothing drained.
+    let o = c.copctl(&[&restart[..], &["--output", "json"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("holds GPU work (ml/train)") && stdout(&o).contains("0 free device(s)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(drains(&c), 0);
+    assert_eq!(node_state(&c, "cop-gpu-1", "unschedulable"), "false");
+
+    // Room on cop-gpu-2: it stops to ask; --yes drains.
+    std::fs::remove_file(cl.join("claims/cop-gpu-2/inference")).unwrap();
+    let o = c.copctl(&[&restart[..], &["--output", "json"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("re-run with --yes"), "{}", stdout(&o));
+    assert_eq!(drains(&c), 0);
+    let o = c.copctl(&[&restart[..], &["--yes"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(drains(&c), 2);
+
+    // No room again: --force drains anyway.
+    std::fs::create_dir_all(cl.join("pods/cop-gpu-1")).unwrap();
+    std::fs::write(cl.join("pods/cop-gpu-1/ml_train.claim"), "").unwrap();
+    std::fs::write(cl.join("claims/cop-gpu-2/inference"), "").unwrap();
+    let o = c.copctl(&[&restart[..], &["--force"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(drains(&c), 4);
 }

@@ -253,6 +253,9 @@ pub enum KubeAction {
     Delete,
     Label,
     WaitReady,
+    /// Before draining a GPU node: GPU work on it (pods holding ResourceClaims), and room for it
+    /// on the other GPU nodes (free devices in their resource slices).
+    GpuDrainCheck,
 }
 
 /// Node operations through kubectl on a control-plane host. `uncordon` only undoes a cordon
@@ -265,6 +268,27 @@ pub struct KubeArgs {
     #[serde(default)]
     pub labels: IndexMap<String, String>,
     pub timeout: Option<Number>,
+    /// gpu_drain_check: go on although GPU work would be cut off (`--yes`).
+    pub yes: Option<Flag>,
+    /// gpu_drain_check: go on although no other GPU node could take the work (`--force`).
+    pub force: Option<Flag>,
+}
+
+/// A boolean that may be written as a template (`"{{ yes | default(false) }}"`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum Flag {
+    Value(bool),
+    Text(String),
+}
+
+impl Flag {
+    pub fn get(&self) -> bool {
+        match self {
+            Flag::Value(b) => *b,
+            Flag::Text(t) => matches!(t.trim().to_ascii_lowercase().as_str(), "true" | "yes" | "1" | "on"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -436,7 +460,7 @@ impl Action {
                 | Action::Assert(_)
                 | Action::Debug(_)
                 | Action::SetFact(_)
-        ) || matches!(self, Action::Kube(k) if k.action == KubeAction::WaitReady)
+        ) || matches!(self, Action::Kube(k) if matches!(k.action, KubeAction::WaitReady | KubeAction::GpuDrainCheck))
     }
 }
 

@@ -34,6 +34,9 @@ fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
 }
 
 pub async fn kube(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
+    if a.action == KubeAction::GpuDrainCheck {
+        return gpu_drain_check(cx, a).await;
+    }
     let n = shell_quote(&a.node);
     let timeout = match a.timeout.as_ref().map(|n| n.get()).transpose() {
         Ok(t) => t.unwrap_or(600),
@@ -68,6 +71,7 @@ pub async fn kube(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
             }
             s
         }
+        KubeAction::GpuDrainCheck => unreachable!("handled above"),
         KubeAction::WaitReady => {
             if cx.check {
                 return Outcome::skipped(format!("check mode: would wait for {} to be Ready", a.node));
@@ -131,4 +135,86 @@ pub async fn helm(cx: &StepCtx<'_>, a: &HelmArgs) -> Outcome {
     let mut o = report(&out, &format!("helm {}", a.release));
     o.commands.push(format!("helm {args}"));
     o
+}
+
+/// The manual's "Maintenance on GPU Nodes": before a GPU node is drained, the pods on it holding
+/// ResourceClaims (GPU work in progress), and the free devices on the other GPU nodes (devices in
+/// their resource slices not allocated to a claim). Stops when work would be cut off (unless
+/// `yes`), and refuses when no other node could take it (unless `force`).
+async fn gpu_drain_check(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
+    let script = format!(
+        "{PRELUDE}set -e; echo '--- pods'; $K get pods -A --field-selector spec.nodeName={n} -o json; \
+         echo '--- slices'; $K get resourceslices -o json; echo '--- claims'; $K get resourceclaims -A -o json",
+        n = shell_quote(&a.node)
+    );
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    if !out.success() {
+        return Outcome::failed(format!("cannot read the GPU state: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let part = |name: &str| -> serde_json::Value {
+        let start = text.find(&format!("--- {name}\n")).map(|i| i + name.len() + 5).unwrap_or(text.len());
+        let end = text[start..].find("\n--- ").map(|i| start + i).unwrap_or(text.len());
+        serde_json::from_str(&text[start..end]).unwrap_or(serde_json::Value::Null)
+    };
+    let (pods, slices, claims) = (part("pods"), part("slices"), part("claims"));
+    let items = |v: &serde_json::Value| v["items"].as_array().cloned().unwrap_or_default();
+    let busy: Vec<String> = items(&pods)
+        .iter()
+        .filter(|p| p["spec"]["resourceClaims"].as_array().is_some_and(|c| !c.is_empty()))
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p["metadata"]["namespace"].as_str().unwrap_or(""),
+                p["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    if busy.is_empty() {
+        return Outcome::ok(format!("no GPU work on {}", a.node));
+    }
+    // Devices on the other nodes, minus those allocated to claims.
+    let mut total = 0usize;
+    for s in items(&slices) {
+        if s["spec"]["nodeName"].as_str().is_some_and(|n| n != a.node) {
+            total += s["spec"]["devices"].as_array().map(Vec::len).unwrap_or(0);
+        }
+    }
+    let mut used = 0usize;
+    for c in items(&claims) {
+        for r in c["status"]["allocation"]["devices"]["results"].as_array().cloned().unwrap_or_default() {
+            let on_other = r["pool"].as_str().is_some_and(|p| p != a.node);
+            if on_other {
+                used += 1;
+            }
+        }
+    }
+    let free = total.saturating_sub(used);
+    let (yes, force) = (a.yes.as_ref().is_some_and(|f| f.get()), a.force.as_ref().is_some_and(|f| f.get()));
+    let work = busy.join(", ");
+    if free < busy.len() {
+        if force {
+            return Outcome::ok(format!(
+                "--force: draining {} cuts off GPU work ({work}) with only {free} free device(s) elsewhere",
+                a.node
+            ));
+        }
+        return Outcome::failed(format!(
+            "{} holds GPU work ({work}) and the other GPU nodes have {free} free device(s) for {} pod(s): \
+             draining would leave it Pending. Free capacity first, or use --force",
+            a.node,
+            busy.len()
+        ));
+    }
+    if !yes {
+        return Outcome::failed(format!(
+            "{} holds GPU work in progress ({work}); the other GPU nodes have {free} free device(s) to take it. \
+             Training or inference cut off may have to start over: re-run with --yes to drain it",
+            a.node
+        ));
+    }
+    Outcome::ok(format!("--yes: draining {} moves {work} ({free} free device(s) elsewhere)", a.node))
 }

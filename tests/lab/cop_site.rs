@@ -16,6 +16,7 @@ pub const NAMES: &[(&str, &str)] = &[
     ("cop-worker-2", "workers"),
     ("cop-worker-3", "workers"),
     ("cop-gpu-1", "gpu"),
+    ("cop-gpu-2", "gpu"),
 ];
 
 fn repo() -> PathBuf {
