@@ -459,3 +459,31 @@ fn draining_a_gpu_node_with_work_stops_unless_confirmed_or_forced() {
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert_eq!(drains(&c), 4);
 }
+
+#[test]
+fn node_add_of_a_gpu_node_follows_the_manuals_order() {
+    let c = Cluster::start();
+    let all = ["system-setup", "system-dns", "gpu-preinstall", "gpu-install", "rke2-install", "gpu-operator"];
+    let (code, ev) = c.run_json(&[&all[..], &["--limit", "!cop-gpu-2"]].concat());
+    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    let helm_before = c.lab.double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count();
+    let o = c.copctl(&["node", "add", "cop-gpu-2"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let g = NAMES.iter().position(|(n, _)| *n == "cop-gpu-2").unwrap();
+    let calls = c.lab.double_calls(g);
+    let at = |what: &str| {
+        calls.iter().position(|l| l.starts_with(what)).unwrap_or_else(|| panic!("no `{what}` in {calls:?}"))
+    };
+    // The manual's order: setup, GPU pre-install (headers), driver, RKE2.
+    assert!(at("hostnamectl set-hostname cop-gpu-2") < at("modprobe overlay"));
+    assert!(at("modprobe overlay") < at("apt-get install -y -q linux-headers-"));
+    assert!(at("apt-get install -y -q linux-headers-") < at("nvidia-installer"));
+    assert!(at("nvidia-installer") < at("install.sh INSTALL_RKE2_TYPE=agent"));
+    assert!(at("install.sh") < at("rke2 start agent"));
+    assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-gpu-2 agent"));
+    // The operator is the cluster's (not re-installed for a node); the node is labelled and its
+    // devices are published.
+    assert_eq!(c.lab.double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count(), helm_before);
+    assert_eq!(node_state(&c, "cop-gpu-2", "labels"), "nvidia.com/dra-kubelet-plugin=true");
+    assert!(c.lab.root.join("cluster/resourceslices/cop-gpu-2").exists());
+}
