@@ -65,8 +65,7 @@ pub async fn file(cx: &StepCtx<'_>, a: &FileArgs) -> Outcome {
         Ok(o) => o,
         Err(o) => return o,
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let changes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CHANGED ")).collect();
+    let changes = super::reported_changes(&out);
     if !out.success() {
         return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }

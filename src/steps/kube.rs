@@ -17,8 +17,8 @@ const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/
 const MARK: &str = "copctl.openmaru.io/cordoned";
 
 fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
+    let changes = super::reported_changes(out);
     let text = String::from_utf8_lossy(&out.stdout);
-    let changes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CHANGED ")).collect();
     let notes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("NOTE ")).collect();
     if !out.success() {
         let err = String::from_utf8_lossy(&out.stderr);

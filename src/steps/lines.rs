@@ -47,6 +47,34 @@ async fn write_if_changed(
     o
 }
 
+/// A text file about to be edited: what is there now, and the mode to write it with.
+struct Edit {
+    current: Option<(String, u32)>,
+    mode: Option<u32>,
+    text: String,
+    file_mode: u32,
+}
+
+/// Reads the file to edit. `Err` is the step's outcome already: a missing file is `ok` when the
+/// edit removes something, created empty with `create`, a failure otherwise.
+async fn open_for_edit(
+    cx: &StepCtx<'_>,
+    path: &str,
+    state: Presence,
+    create: bool,
+    mode: Option<&str>,
+) -> Result<Edit, Outcome> {
+    let current = read(cx, path).await?;
+    let mode = mode.map(parse_mode).transpose().map_err(Outcome::failed)?;
+    let (text, file_mode) = match &current {
+        Some((t, m)) => (t.clone(), *m),
+        None if state == Presence::Absent => return Err(Outcome::ok("")),
+        None if create => (String::new(), 0o644),
+        None => return Err(Outcome::failed(format!("{path} does not exist (set create: true to create it)"))),
+    };
+    Ok(Edit { current, mode, text, file_mode })
+}
+
 fn split_lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
@@ -79,20 +107,11 @@ fn insert_at(lines: &[String], after: Option<&str>, before: Option<&str>) -> Res
 }
 
 pub async fn line(cx: &StepCtx<'_>, a: &LineArgs) -> Outcome {
-    let current = match read(cx, &a.path).await {
-        Ok(c) => c,
-        Err(o) => return o,
-    };
-    let mode = match a.mode.as_deref().map(parse_mode).transpose() {
-        Ok(m) => m,
-        Err(e) => return Outcome::failed(e),
-    };
-    let (text, file_mode) = match &current {
-        Some((t, m)) => (t.clone(), *m),
-        None if a.state == Presence::Absent => return Outcome::ok(""),
-        None if a.create => (String::new(), 0o644),
-        None => return Outcome::failed(format!("{} does not exist (set create: true to create it)", a.path)),
-    };
+    let Edit { current, mode, text, file_mode } =
+        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_deref()).await {
+            Ok(e) => e,
+            Err(o) => return o,
+        };
     let mut lines = split_lines(&text);
     let re = match a.regexp.as_deref().map(compile).transpose() {
         Ok(r) => r,
@@ -139,20 +158,11 @@ pub async fn line(cx: &StepCtx<'_>, a: &LineArgs) -> Outcome {
 }
 
 pub async fn block(cx: &StepCtx<'_>, a: &BlockArgs) -> Outcome {
-    let current = match read(cx, &a.path).await {
-        Ok(c) => c,
-        Err(o) => return o,
-    };
-    let mode = match a.mode.as_deref().map(parse_mode).transpose() {
-        Ok(m) => m,
-        Err(e) => return Outcome::failed(e),
-    };
-    let (text, file_mode) = match &current {
-        Some((t, m)) => (t.clone(), *m),
-        None if a.state == Presence::Absent => return Outcome::ok(""),
-        None if a.create => (String::new(), 0o644),
-        None => return Outcome::failed(format!("{} does not exist (set create: true to create it)", a.path)),
-    };
+    let Edit { current, mode, text, file_mode } =
+        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_deref()).await {
+            Ok(e) => e,
+            Err(o) => return o,
+        };
     let marker = a.marker.clone().unwrap_or_else(|| "# {mark} COPCTL MANAGED BLOCK".into());
     let (begin, end) = (marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END"));
     let mut lines = split_lines(&text);

@@ -114,6 +114,15 @@ impl StepCtx<'_> {
     }
 }
 
+/// What a check-and-apply script reported: its `CHANGED what` lines.
+pub fn reported_changes(out: &ExecOutput) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("CHANGED "))
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn transport_outcome(e: TransportError) -> Outcome {
     if e.is_unreachable() { Outcome::new(Status::Unreachable, e.to_string()) } else { Outcome::failed(e.to_string()) }
 }

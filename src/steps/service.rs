@@ -48,8 +48,7 @@ pub async fn service(cx: &StepCtx<'_>, a: &ServiceArgs) -> Outcome {
         Ok(o) => o,
         Err(o) => return o,
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let changes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CHANGED ")).collect();
+    let changes = super::reported_changes(&out);
     if !out.success() {
         let mut o = Outcome::failed(format!(
             "{}: {}",
