@@ -487,3 +487,29 @@ fn node_add_of_a_gpu_node_follows_the_manuals_order() {
     assert_eq!(node_state(&c, "cop-gpu-2", "labels"), "nvidia.com/dra-kubelet-plugin=true");
     assert!(c.lab.root.join("cluster/resourceslices/cop-gpu-2").exists());
 }
+
+#[test]
+fn a_node_that_never_becomes_ready_stops_the_rolling_restart() {
+    let c = installed();
+    std::fs::write(c.lab.root.join("cluster/never-ready-cop-worker-1"), "").unwrap();
+    let (code, ev) = c.run_json(&[
+        "rolling-restart",
+        "-e",
+        "target_group=workers",
+        "-e",
+        "cordon_nodes=true",
+        "-e",
+        "ready_timeout=3",
+    ]);
+    assert_eq!(code, Some(2));
+    let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
+    assert_eq!(
+        (failed["host"].as_str(), failed["step"].as_str()),
+        (Some("cop-worker-1"), Some("wait until Ready")),
+        "{failed}"
+    );
+    let run = steps_run(&ev);
+    assert!(!run.iter().any(|(h, _)| h != "cop-worker-1"), "a second node was touched: {run:?}");
+    let cordons: Vec<String> = c.lab.double_calls(0).into_iter().filter(|l| l.starts_with("kubectl cordon")).collect();
+    assert_eq!(cordons, ["kubectl cordon cop-worker-1"], "no second node cordoned");
+}

@@ -168,7 +168,10 @@ fn limit_from_a_file_like_last_failed() {
 fn validate_checks_every_shipped_playbook() {
     let o = copctl(None, &["validate"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("ok: 9 host(s)"), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.lines().last().unwrap_or("").starts_with("ok: 9 host(s)"), "{out}");
+    // A playbook that needs -e (node-remove's node) says so instead of failing the check.
+    assert!(out.contains("note: node-remove not planned") && out.contains("`node` is undefined"), "{out}");
 }
 
 #[test]

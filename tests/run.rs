@@ -393,3 +393,18 @@ fn reboot_waits_for_a_new_boot_id_and_carries_on() {
     let ev: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(ev.iter().any(|e| e["event"] == "task_end" && e["step"] == "reboot" && e["status"] == "changed"), "{out}");
 }
+
+#[test]
+fn a_full_filesystem_fails_the_step_and_keeps_the_old_file() {
+    let lab = Lab::start(1, LabOptions::default());
+    let site = Site::new(&lab);
+    // A 1 MiB filesystem on the host's /var/tmp with the old file already in it.
+    lab.sh(0, "mount -t tmpfs -o size=1m tmpfs /var/tmp && echo old > /var/tmp/big.txt");
+    let (code, ev, _) = site.run_json(&["run", "long"]);
+    assert_eq!(code, Some(2));
+    let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
+    assert_eq!(failed["step"], "big file");
+    assert!(failed["msg"].as_str().unwrap().contains("No space left"), "{failed}");
+    assert_eq!(lab.sh(0, "cat /var/tmp/big.txt"), "old\n", "the old file is intact");
+    assert_eq!(lab.sh(0, "ls -A /var/tmp"), "big.txt\n", "no temporary file is left behind");
+}

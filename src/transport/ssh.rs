@@ -563,7 +563,7 @@ pub fn put_script(dest: &str, len: u64, mode: u32, owner: Option<&str>) -> Strin
     let chown = owner.map(|o| format!(" && chown {} \"$t\"", q(o))).unwrap_or_default();
     format!(
         "umask 077; t=$(mktemp {dir}/.copctl-XXXXXXXX) || exit 90; trap 'rm -f \"$t\"' EXIT; \
-         dd bs=1M count={len} iflag=count_bytes,fullblock of=\"$t\" 2>/dev/null || exit 92; \
+         dd bs=1M count={len} iflag=count_bytes,fullblock status=none of=\"$t\" || exit 92; \
          got=$(openssl dgst -sha256 -r \"$t\" 2>/dev/null || sha256sum \"$t\") || exit 92; got=${{got%% *}}; read -r want; \
          if [ \"$got\" != \"$want\" ]; then echo \"copctl: checksum mismatch writing {dest_msg}\" >&2; exit 91; fi; \
          chmod {mode:o} \"$t\"{chown} && mv -f \"$t\" {dest} && trap - EXIT",
