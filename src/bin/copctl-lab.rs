@@ -3,7 +3,7 @@
 //! - `copctl-lab N`: starts N lab hosts, prints their inventory, known_hosts and ssh_config, and
 //!   keeps them up until Enter.
 //! - `copctl-lab demo [--keep]`: copctl's main job on a small lab cluster under COP names (3
-//!   servers, 3 workers, a GPU node; test doubles stand in for RKE2, kubectl, systemd, NVIDIA):
+//!   servers, 3 workers, 2 GPU nodes; test doubles stand in for RKE2, kubectl, systemd, NVIDIA):
 //!   the cluster without cop-worker-3 is installed first, then `copctl node add cop-worker-3` runs
 //!   with its live progress and recap.
 
