@@ -217,13 +217,14 @@ fn frozen_host_times_out_and_others_are_unaffected() {
     let kh = run.known_hosts().to_str().unwrap().to_string();
     let home = run.dir.path().join("home");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_copctl"))
-        .args(["exec", "all", "-i", &inv, "--known-hosts", &kh, "--timeout", "3", "--", "sleep 1; hostname"])
+        .args(["exec", "all", "-i", &inv, "--known-hosts", &kh, "--timeout", "3", "--", "sleep 2; hostname"])
         .env("HOME", &home)
         .env_remove("SSH_AUTH_SOCK")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // Freeze lab-2 while its command runs (not before it started: that would be a handshake timeout).
+    assert!(lab.wait_for_process(1, "sleep", Duration::from_secs(10)), "the command never started on lab-2");
     lab.freeze(1);
     let t = Instant::now();
     let o = child.wait_with_output().unwrap();

@@ -321,11 +321,31 @@ impl Lab {
         }
     }
 
-    /// Freezes every process of the host: connections hang, nothing answers.
+    /// Freezes every process of the host: connections hang, nothing answers. Several passes: a
+    /// process forked by one not yet stopped (a new session) is caught by the next.
     pub fn freeze(&self, i: usize) {
-        for p in self.pids(i) {
-            unsafe { libc::kill(p, libc::SIGSTOP) };
+        for _ in 0..5 {
+            for p in self.pids(i) {
+                unsafe { libc::kill(p, libc::SIGSTOP) };
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Waits until a process named `comm` runs on the host (a command copctl started).
+    pub fn wait_for_process(&self, i: usize, comm: &str, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self
+                .pids(i)
+                .iter()
+                .any(|p| fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm))
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 
     pub fn thaw(&self, i: usize) {
