@@ -10,6 +10,7 @@ fn main() {
         let opts = if tty { opts } else { opts.wrap_lines(false) };
         Box::new(opts.unicode(tty).color(tty && std::env::var_os("NO_COLOR").is_none()).build())
     }));
+    raise_open_file_limit();
     let cli = copctl::cli::Cli::parse();
     match copctl::cli::run(cli) {
         Ok(code) => std::process::exit(code),
@@ -17,5 +18,15 @@ fn main() {
             eprintln!("{:?}", miette::Report::new(e));
             std::process::exit(1);
         }
+    }
+}
+
+/// One connection per host is kept for the whole run: a thousand hosts need more descriptors
+/// than the common soft limit of 1024, and the hard limit is ours to take.
+fn raise_open_file_limit() {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 && l.rlim_cur < l.rlim_max {
+        l.rlim_cur = l.rlim_max;
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) };
     }
 }

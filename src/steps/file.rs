@@ -1,5 +1,6 @@
 //! `file`: a directory, a link, a touched or existing file, or nothing at a path; mode and owner.
-//! One remote script checks and (unless in check mode) applies, and says what it changed.
+//! One remote script checks and (unless in check mode) applies, and says what it changed; when
+//! SFTP already shows the path as wanted, no script runs at all.
 
 use super::{Outcome, StepCtx, parse_mode};
 use crate::playbook::step::{FileArgs, FileState};
@@ -12,6 +13,9 @@ pub async fn file(cx: &StepCtx<'_>, a: &FileArgs) -> Outcome {
         Err(e) => return Outcome::failed(e),
     };
     let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
+    if a.owner.is_none() && a.group.is_none() && already_there(cx, a, state, mode).await {
+        return Outcome::ok("");
+    }
     let p = q(&a.path);
     // `do` runs a change (or only records it in check mode); CHANGED lines are the report.
     let mut s = format!(
@@ -70,4 +74,19 @@ pub async fn file(cx: &StepCtx<'_>, a: &FileArgs) -> Outcome {
         return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
     if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) }
+}
+
+/// Whether SFTP's lstat shows the path already as the step wants it (the common re-run case),
+/// so no script needs to run. Anything it cannot tell goes to the script.
+async fn already_there(cx: &StepCtx<'_>, a: &FileArgs, state: FileState, mode: Option<u32>) -> bool {
+    use crate::transport::PathKind;
+    let Some(Ok(info)) = cx.conn.lstat(&a.path).await else { return false };
+    let mode_ok = |i: &crate::transport::PathInfo| mode.is_none_or(|m| i.mode == m);
+    match (state, info) {
+        (FileState::Absent, None) => true,
+        (FileState::Directory, Some(i)) => i.kind == PathKind::Directory && mode_ok(&i),
+        (FileState::Touch | FileState::File, Some(i)) => i.kind != PathKind::Link && mode_ok(&i),
+        (FileState::Link, Some(i)) => i.kind == PathKind::Link && i.link.as_deref() == a.src.as_deref(),
+        _ => false,
+    }
 }

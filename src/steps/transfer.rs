@@ -21,8 +21,45 @@ pub struct Stat {
     pub link: Option<String>,
 }
 
-/// One round trip: kind, mode, owner, group and (for files) the sha256 of `path`.
-pub async fn stat(cx: &StepCtx<'_>, path: &str, hash: bool) -> Result<Option<Stat>, Outcome> {
+/// Files up to this size are hashed here after an SFTP read, not by a process on the host.
+const HASH_HERE: u64 = 1 << 20;
+
+/// Kind, mode and (for files) the sha256 of `path` from SFTP, with no remote process; `None`
+/// where SFTP cannot answer (become, a large file, owner names wanted, an SFTP error).
+async fn stat_sftp(cx: &StepCtx<'_>, path: &str, hash: bool) -> Option<Option<Stat>> {
+    use crate::transport::PathKind;
+    let info = cx.conn.lstat(path).await?.ok()?;
+    let Some(info) = info else { return Some(None) };
+    let kind = match info.kind {
+        PathKind::File => "file",
+        PathKind::Directory => "directory",
+        PathKind::Link => "link",
+        PathKind::Other => return None,
+    };
+    let sha256 = if kind == "file" && hash {
+        if info.size > HASH_HERE {
+            return None;
+        }
+        Some(hex::encode(Sha256::digest(cx.conn.get(path).await.ok()?)))
+    } else {
+        None
+    };
+    Some(Some(Stat {
+        kind: kind.into(),
+        mode: info.mode,
+        owner: String::new(),
+        group: String::new(),
+        sha256,
+        link: info.link,
+    }))
+}
+
+/// Kind, mode, owner and group names (only when `names`) and (for files) the sha256 of `path`:
+/// from SFTP where it can answer, else one script.
+pub async fn stat(cx: &StepCtx<'_>, path: &str, hash: bool, names: bool) -> Result<Option<Stat>, Outcome> {
+    if !names && let Some(s) = stat_sftp(cx, path, hash).await {
+        return Ok(s);
+    }
     let script = format!(
         "p={p}; if [ -L \"$p\" ]; then k=link; elif [ -d \"$p\" ]; then k=directory; elif [ -e \"$p\" ]; then k=file; \
          else echo absent; exit 0; fi; s=$(stat -c '%a %U %G' \"$p\") || exit 1; h=-; l=-; \
@@ -71,7 +108,7 @@ pub async fn ensure_content(
         Ok(m) => m,
         Err(e) => return Outcome::failed(e),
     };
-    let current = match stat(cx, dest, true).await {
+    let current = match stat(cx, dest, true, owner.is_some() || group.is_some()).await {
         Ok(s) => s,
         Err(o) => return o,
     };
@@ -201,7 +238,7 @@ async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path
         Ok(Err(e)) => return Outcome::failed(format!("{}: {e}", local.display())),
         Err(e) => return Outcome::failed(e.to_string()),
     };
-    let current = match stat(cx, dest, true).await {
+    let current = match stat(cx, dest, true, false).await {
         Ok(s) => s,
         Err(o) => return o,
     };

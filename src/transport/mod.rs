@@ -4,6 +4,7 @@
 
 pub mod known_hosts;
 mod local;
+mod shell;
 pub mod spec;
 pub mod ssh;
 
@@ -77,6 +78,27 @@ impl ExecOutput {
     }
 }
 
+/// What `lstat` found at a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathInfo {
+    pub kind: PathKind,
+    /// Permission bits (with setuid/setgid/sticky).
+    pub mode: u32,
+    pub size: u64,
+    pub uid: u32,
+    pub gid: u32,
+    /// A link's target.
+    pub link: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    File,
+    Directory,
+    Link,
+    Other,
+}
+
 /// What `put` uploads.
 #[derive(Debug)]
 pub enum PutSource {
@@ -133,6 +155,20 @@ fn with_become(spec: &HostSpec, command: &str, stdin: Option<&[u8]>) -> (String,
 pub struct HostConnection {
     pub spec: Arc<HostSpec>,
     pub conn: Connection,
+}
+
+impl HostConnection {
+    /// `lstat` without a remote process where the connection can (SSH without become: SFTP
+    /// runs as the login user, who then is the user the steps run as). `None`: ask a script.
+    pub async fn lstat(&self, path: &str) -> Option<Result<Option<PathInfo>, TransportError>> {
+        if self.spec.r#become.as_ref().is_some_and(|b| b.user != self.spec.endpoint.user) {
+            return None;
+        }
+        match &self.conn {
+            Connection::Ssh(c) => Some(c.lstat(path).await),
+            Connection::Local(_) => None,
+        }
+    }
 }
 
 impl Transport for HostConnection {

@@ -18,12 +18,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::known_hosts::{HostKeyPolicy, KnownHosts, Verdict};
+use super::shell::Shell;
 use super::spec::{Endpoint, HostSpec};
-use super::{ExecOutput, PutSource, TransportError};
+use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
 use crate::vars::secret::Secret;
 
 /// Channels open at once on one connection.
 pub const MAX_CHANNELS: usize = 8;
+/// Shells kept open per connection: half the channels, so uploads and SFTP always find one.
+const MAX_SHELLS: usize = 4;
 
 /// Settings shared by every connection of a run.
 #[derive(Debug)]
@@ -113,7 +116,7 @@ enum KeyProblem {
     Unknown { fingerprint: String },
 }
 
-struct Handler {
+pub(super) struct Handler {
     host: String,
     port: u16,
     known_hosts: Arc<KnownHosts>,
@@ -152,8 +155,11 @@ pub struct SshConnection {
     pub name: String,
     handle: Handle<Handler>,
     _jumps: Vec<Handle<Handler>>,
-    channels: Semaphore,
+    channels: Arc<Semaphore>,
     sftp: OnceCell<russh_sftp::client::SftpSession>,
+    /// Idle shells for scripts without stdin (see `shell`), at most `MAX_SHELLS` in all.
+    shells: Mutex<Vec<Shell>>,
+    shell_slots: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for SshConnection {
@@ -382,8 +388,10 @@ impl SshConnection {
             name: spec.name.clone(),
             handle,
             _jumps: jumps,
-            channels: Semaphore::new(MAX_CHANNELS),
+            channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
             sftp: OnceCell::new(),
+            shells: Mutex::new(Vec::new()),
+            shell_slots: Arc::new(Semaphore::new(MAX_SHELLS)),
         })
     }
 
@@ -395,13 +403,47 @@ impl SshConnection {
         }
     }
 
-    /// Runs `command` (by the login shell), feeding `stdin`, collecting output until exit.
+    /// Runs `command`, feeding `stdin`, collecting output until exit. Without stdin it runs in
+    /// one of the connection's shells (`/bin/sh`); with stdin in a session of its own (by the
+    /// login shell).
     pub async fn exec(
         &self,
         command: &str,
         stdin: StdinSource<'_>,
         timeout: Duration,
     ) -> Result<ExecOutput, TransportError> {
+        if matches!(stdin, StdinSource::None) {
+            let idle = self.shells.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let shell = match idle {
+                Some(s) => Some(s),
+                None => match self.shell_slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
+                        match Shell::open(&self.handle, permit).await {
+                            Ok(s) => Some(s.with_slot(slot)),
+                            Err(e) => return Err(self.lost(e.0)),
+                        }
+                    }
+                    Err(_) => None,
+                },
+            };
+            if let Some(mut shell) = shell {
+                return match tokio::time::timeout(timeout, shell.run(command)).await {
+                    Ok(Ok(out)) => {
+                        self.shells.lock().unwrap_or_else(|e| e.into_inner()).push(shell);
+                        Ok(out)
+                    }
+                    Ok(Err(e)) => {
+                        shell.close().await;
+                        Err(self.lost(e.0))
+                    }
+                    Err(_) => {
+                        shell.close().await;
+                        Err(TransportError::Timeout { host: self.name.clone(), after: timeout })
+                    }
+                };
+            }
+        }
         let _permit = self.channels.acquire().await.map_err(|e| self.lost(e))?;
         let mut ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
         let run = async {
@@ -481,6 +523,24 @@ impl SshConnection {
         owner: Option<&str>,
         timeout: Duration,
     ) -> Result<String, TransportError> {
+        // Small text goes inside the script to one of the connection's shells: no session, no
+        // temp-file tools, no remote hashing (the channel's MAC already guards the bytes).
+        if let PutSource::Bytes(b) = &source
+            && b.len() <= SMALL_PUT
+            && !b.contains(&0)
+            && let Ok(text) = std::str::from_utf8(b)
+        {
+            let digest = hex::encode(Sha256::digest(b));
+            let script = small_put_script(dest, text, mode, owner);
+            let out = self.exec(&script, StdinSource::None, timeout).await?;
+            if out.status != Some(0) {
+                return Err(TransportError::Remote {
+                    host: self.name.clone(),
+                    reason: format!("writing {dest} failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
+                });
+            }
+            return Ok(digest);
+        }
         let (len, reader): (u64, Box<dyn AsyncRead + Unpin + Send>) = match source {
             PutSource::Bytes(b) => (b.len() as u64, Box::new(std::io::Cursor::new(b))),
             PutSource::File(p) => {
@@ -522,6 +582,46 @@ impl SshConnection {
             .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("reading {path}: {e}") })
     }
 
+    /// `lstat` over SFTP (no remote process): `Ok(None)` when nothing is at `path`, `Err` when
+    /// SFTP cannot say (the caller asks a script instead).
+    pub async fn lstat(&self, path: &str) -> Result<Option<PathInfo>, TransportError> {
+        let sftp = self.sftp().await?;
+        let md = match sftp.symlink_metadata(path).await {
+            Ok(m) => m,
+            Err(russh_sftp::client::error::Error::Status(st))
+                if st.status_code == russh_sftp::protocol::StatusCode::NoSuchFile =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(TransportError::Remote { host: self.name.clone(), reason: format!("{path}: {e}") }),
+        };
+        let kind = if md.is_symlink() {
+            PathKind::Link
+        } else if md.is_dir() {
+            PathKind::Directory
+        } else if md.is_regular() {
+            PathKind::File
+        } else {
+            PathKind::Other
+        };
+        let link = match kind {
+            PathKind::Link => Some(
+                sftp.read_link(path)
+                    .await
+                    .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("{path}: {e}") })?,
+            ),
+            _ => None,
+        };
+        Ok(Some(PathInfo {
+            kind,
+            mode: md.permissions.unwrap_or(0) & 0o7777,
+            size: md.size.unwrap_or(0),
+            uid: md.uid.unwrap_or(u32::MAX),
+            gid: md.gid.unwrap_or(u32::MAX),
+            link,
+        }))
+    }
+
     pub async fn close(&self) {
         let _ = self.handle.disconnect(Disconnect::ByApplication, "", "en").await;
     }
@@ -553,6 +653,33 @@ async fn read_full(r: &mut (dyn AsyncRead + Unpin + Send), buf: &mut [u8]) -> st
 /// no further, in 1 MiB blocks where head would copy 8 KiB at a time), then hashed from the page
 /// cache (OpenSSL's SHA-256 where present: three times sha256sum's speed), compared with the
 /// sha256 line that follows the data; on a match, mode, owner, rename.
+/// UTF-8 uploads up to this size without NUL bytes travel inside a script (`small_put_script`).
+const SMALL_PUT: usize = 64 << 10;
+
+fn parent_dir(dest: &str) -> String {
+    match dest.rfind('/') {
+        Some(0) => "/".to_string(),
+        Some(i) => dest[..i].to_string(),
+        None => ".".to_string(),
+    }
+}
+
+/// Writes `content` (no NUL bytes) atomically: a new temp file beside `dest` (noclobber, a random
+/// name), mode and owner set, renamed into place; the temp file is removed if any of it fails.
+pub fn small_put_script(dest: &str, content: &str, mode: u32, owner: Option<&str>) -> String {
+    let q = crate::template::shell_quote;
+    let chown = owner.map(|o| format!(" && chown {} \"$t\"", q(o))).unwrap_or_default();
+    format!(
+        "umask 077; set -C; t={dir}/.copctl-{rand}; \
+         if printf %s {content} > \"$t\" && chmod {mode:o} \"$t\"{chown} && mv -f \"$t\" {dest}; then exit 0; fi; \
+         rm -f \"$t\"; exit 92",
+        dir = q(&parent_dir(dest)),
+        rand = super::shell::random_hex(),
+        content = q(content),
+        dest = q(dest),
+    )
+}
+
 pub fn put_script(dest: &str, len: u64, mode: u32, owner: Option<&str>) -> String {
     let q = crate::template::shell_quote;
     let dir = match dest.rfind('/') {

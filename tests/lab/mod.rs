@@ -81,13 +81,28 @@ fn claim_block(base: &Path) -> (usize, File) {
     panic!("no free lab address block (16 labs running?)");
 }
 
+/// Whether `pid` runs inside a host of the lab at `root`: its `/` is not this machine's, and its
+/// mounts are the overlay made from the lab's directory (after pivot_root, /proc/PID/root reads
+/// as plain `/`, so the mount table is what tells).
+fn in_lab_root(pid: i32, root: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(theirs), Ok(ours)) = (fs::metadata(format!("/proc/{pid}/root/")), fs::metadata("/")) else {
+        return false;
+    };
+    if theirs.dev() == ours.dev() && theirs.ino() == ours.ino() {
+        return false;
+    }
+    let needle = format!("upperdir={}/", root.display());
+    fs::read_to_string(format!("/proc/{pid}/mountinfo")).is_ok_and(|m| m.contains(&needle))
+}
+
 /// Hosts left running by a lab whose process was killed (no Drop ran) still hold this block's
-/// addresses: their processes' root is under the block's directory.
+/// addresses: their processes run in roots made from the block's directory.
 fn kill_stale_hosts(root: &Path) {
     let Ok(rd) = fs::read_dir("/proc") else { return };
     for e in rd.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        if fs::read_link(e.path().join("root")).is_ok_and(|r| r.starts_with(root)) {
+        if in_lab_root(pid, root) {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
@@ -238,13 +253,23 @@ impl Lab {
 
     /// Whether the host's sshd listens on port 22 (read from its own network view, so it works
     /// for hosts this machine cannot reach).
+    /// Only this host's own address counts: the hosts share this machine's network namespace,
+    /// where other hosts already listen on port 22 (and a host counted as ready before its sshd
+    /// runs would have its files written into this machine's root).
     fn listening(&self, i: usize) -> bool {
         let Some(pid) = self.pid(i) else { return false };
         let Ok(tcp) = fs::read_to_string(format!("/proc/{pid}/net/tcp")) else { return false };
+        let want = format!("{:08X}:0016", u32::from_le_bytes(self.hosts[i].addr.octets()));
         tcp.lines().skip(1).any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && f[1].ends_with(":0016") && f[3] == "0A"
-        })
+            f.len() > 3 && f[1] == want && f[3] == "0A"
+        }) && self.in_own_root(pid)
+    }
+
+    /// Whether the process already lives in the host's own root (after init.sh's pivot_root):
+    /// its `/` is the overlay, another filesystem than this machine's `/`.
+    fn in_own_root(&self, pid: i32) -> bool {
+        in_lab_root(pid, &self.root)
     }
 
     fn wait_ready(&mut self, i: usize) {
@@ -308,6 +333,27 @@ impl Lab {
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
             .filter(|p| fs::read_link(format!("/proc/{p}/ns/pid")).is_ok_and(|n| n == ns))
             .collect()
+    }
+
+    /// CPU time (clock ticks) the hosts' processes have used so far, those still running and
+    /// those already reaped inside the hosts (sshd sessions, the commands they ran).
+    pub fn cpu_ticks(&self) -> u64 {
+        let namespaces: std::collections::HashSet<PathBuf> = (0..self.hosts.len())
+            .filter_map(|i| fs::read_link(format!("/proc/{}/ns/pid", self.pid(i)?)).ok())
+            .collect();
+        let mut total = 0;
+        for e in fs::read_dir("/proc").unwrap().flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+            if !fs::read_link(format!("/proc/{p}/ns/pid")).is_ok_and(|n| namespaces.contains(&n)) {
+                continue;
+            }
+            let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+            // Fields after the command name (which may hold spaces): utime is the 12th of them.
+            let rest = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+            let f: Vec<u64> = rest.split_whitespace().skip(11).take(4).filter_map(|x| x.parse().ok()).collect();
+            total += f.iter().sum::<u64>();
+        }
+        total
     }
 
     /// Takes the host down (like pulling its plug).
@@ -381,12 +427,15 @@ impl Lab {
     /// Where a path of the host lives on this machine while the host runs.
     pub fn path(&self, i: usize, path: &str) -> PathBuf {
         let pid = self.pid(i).expect("host is running");
+        assert!(self.in_own_root(pid), "lab host {} is not up (its root is not its own yet)", self.hosts[i].name);
         PathBuf::from(format!("/proc/{pid}/root")).join(path.trim_start_matches('/'))
     }
 
     /// Runs a shell command inside the host (its namespaces and root), for test set-up.
     pub fn sh(&self, i: usize, script: &str) -> String {
-        let pid = self.pid(i).expect("host is running").to_string();
+        let pid = self.pid(i).expect("host is running");
+        assert!(self.in_own_root(pid), "lab host {} is not up (its root is not its own yet)", self.hosts[i].name);
+        let pid = pid.to_string();
         let out = Command::new("nsenter")
             .args(["-t", &pid, "-m", "-u", "-p", "-r", "-w", "--", "sh", "-c", script])
             .output()

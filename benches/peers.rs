@@ -1,0 +1,572 @@
+//! copctl against tuned Ansible and pyinfra on lab hosts (needs root; the peers come from
+//! `scripts/peers-setup.sh`). The workload is the shipped `system-setup` + `system-dns` playbooks
+//! against the lab's test doubles; `benches/peers/site.yml` and `benches/peers/deploy.py` are the
+//! same work for the peers. Every run starts on fresh hosts; after it, each host's state (the
+//! files the workload writes, their modes, what the doubles recorded as installed / enabled /
+//! restarted) must equal what copctl left on the same host, and the re-run must leave it as it was.
+//!
+//! `cargo bench --bench peers -- [--hosts 10,50,100] [--runs 3] [--tools copctl,ansible,pyinfra]
+//! [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale 250,500,1000` (copctl alone,
+//! a 10-step playbook, one run per size). Prints a Markdown table; `--out` also writes JSON.
+
+#[path = "../tests/lab/mod.rs"]
+mod lab;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Tool {
+    Copctl,
+    Ansible,
+    Pyinfra,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Copctl => "copctl",
+            Tool::Ansible => "ansible",
+            Tool::Pyinfra => "pyinfra",
+        }
+    }
+}
+
+/// One run of one tool.
+#[derive(Clone, Copy, Default, Debug)]
+struct Measure {
+    wall: f64,
+    /// Controller CPU seconds (user + system), the tool and every process it started.
+    cpu: f64,
+    /// Peak proportional set size of the controller's process tree (sampled), MiB.
+    pss_mib: f64,
+    /// Peak resident set of its largest process (the kernel's figure), MiB.
+    maxrss_mib: f64,
+    /// CPU seconds spent on the hosts (sshd, shells, the commands).
+    host_cpu: f64,
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn tick_seconds() -> f64 {
+    1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = vec![];
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    for t in tasks.flatten() {
+        if let Ok(text) = fs::read_to_string(t.path().join("children")) {
+            out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+        }
+    }
+    out
+}
+
+fn comm(pid: i32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string()
+}
+
+/// SSH control masters (ControlPersist) leave the tool's process tree; as a child subreaper the
+/// bench inherits them, so they are found (and counted) among its own children.
+fn orphaned_ssh() -> Vec<i32> {
+    children_of(std::process::id() as i32).into_iter().filter(|p| comm(*p) == "ssh").collect()
+}
+
+fn tree_pss_kib(root: i32) -> u64 {
+    let mut stack = vec![root];
+    stack.extend(orphaned_ssh());
+    let mut total = 0;
+    while let Some(p) = stack.pop() {
+        if let Ok(text) = fs::read_to_string(format!("/proc/{p}/smaps_rollup")) {
+            total += text
+                .lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        stack.extend(children_of(p));
+    }
+    total
+}
+
+fn rusage_seconds(r: &libc::rusage) -> f64 {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+/// Runs `cmd` to completion and measures it; its output goes to `log`. Returns the exit code.
+fn measure(mut cmd: Command, lab: &lab::Lab, log: &Path) -> (Measure, i32) {
+    let host_before = lab.cpu_ticks();
+    let out = fs::File::create(log).unwrap();
+    cmd.stdin(Stdio::null()).stdout(out.try_clone().unwrap()).stderr(out);
+    let start = Instant::now();
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let pid = child.id() as i32;
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, peak) = (stop.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                peak.fetch_max(tree_pss_kib(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let wall = start.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    std::mem::forget(child);
+    let mut cpu = rusage_seconds(&ru);
+    let mut maxrss = ru.ru_maxrss as f64;
+    // The run ends the control masters it left (each run pays for its own connections).
+    for p in orphaned_ssh() {
+        unsafe { libc::kill(p, libc::SIGTERM) };
+        let mut st = 0;
+        let mut r2: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::wait4(p, &mut st, 0, &mut r2) } == p {
+            cpu += rusage_seconds(&r2);
+            maxrss = maxrss.max(r2.ru_maxrss as f64);
+        }
+    }
+    // Let the hosts' session processes finish and be reaped before reading their CPU time.
+    std::thread::sleep(Duration::from_millis(300));
+    let host_cpu = (lab.cpu_ticks() - host_before) as f64 * tick_seconds();
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    let m = Measure {
+        wall,
+        cpu,
+        pss_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
+        maxrss_mib: maxrss / 1024.0,
+        host_cpu,
+    };
+    (m, code)
+}
+
+/// What the workload leaves on host `i`: the files it writes (content and mode), the directories'
+/// modes, and the doubles' state (packages installed, units enabled / active, restart counts).
+fn fingerprint(lab: &lab::Lab, i: usize) -> String {
+    let mut s = String::new();
+    for p in [
+        "/etc/NetworkManager/conf.d",
+        "/etc/modules-load.d",
+        "/etc/sysctl.d",
+        "/etc/chrony",
+        "/etc/NetworkManager/conf.d/rke2-canal.conf",
+        "/etc/modules-load.d/rke2.conf",
+        "/etc/sysctl.d/90-rke2.conf",
+        "/etc/chrony/chrony.conf",
+        "/etc/hosts",
+        "/etc/fstab",
+        "/etc/hostname",
+    ] {
+        let path = lab.path(i, p);
+        match fs::metadata(&path) {
+            Err(_) => writeln!(s, "{p}: missing").unwrap(),
+            Ok(m) if m.is_dir() => writeln!(s, "{p}: dir {:o}", m.permissions().mode() & 0o7777).unwrap(),
+            Ok(m) => writeln!(
+                s,
+                "{p}: {:o}\n{}",
+                m.permissions().mode() & 0o7777,
+                // pyinfra's spelling of the /etc/hosts marker (see deploy.py).
+                String::from_utf8_lossy(&fs::read(&path).unwrap_or_default())
+                    .replace("OPENMARU COP HOSTS copctl", "OPENMARU COP HOSTS (copctl)")
+            )
+            .unwrap(),
+        }
+    }
+    let mut state = BTreeMap::new();
+    let mut stack = vec![lab.path(i, "/var/lib/copctl-doubles")];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(lab.path(i, "/var/lib/copctl-doubles")).unwrap().display().to_string();
+                state.insert(rel, fs::read_to_string(e.path()).unwrap_or_default());
+            }
+        }
+    }
+    for (k, v) in state {
+        writeln!(s, "doubles {k}: {v:?}").unwrap();
+    }
+    s
+}
+
+/// Where two fingerprints first differ; both are kept in the bench's directory for a person.
+fn first_difference(a: &str, b: &str) -> String {
+    let _ = fs::write("/tmp/copctl-bench/state-copctl.txt", a);
+    let _ = fs::write("/tmp/copctl-bench/state-peer.txt", b);
+    for (n, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            return format!("line {}: copctl `{x}` / peer `{y}`", n + 1);
+        }
+    }
+    format!("lengths differ ({} / {} lines)", a.lines().count(), b.lines().count())
+}
+
+struct Site {
+    dir: PathBuf,
+    lab: lab::Lab,
+}
+
+const DOUBLES: &[&str] = &["systemctl", "apt-get", "dpkg-query", "modprobe", "lsmod", "sysctl", "hostnamectl"];
+
+fn start_site(n: usize, work: &Path) -> Site {
+    let dir = work.join(format!("site-{n}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("home")).unwrap();
+    let lab = lab::Lab::start(n, lab::LabOptions { prefix: Some("bench".into()), ..Default::default() });
+    lab.install_doubles(DOUBLES);
+    // Inventory names differ from the hosts' own names, so `hostname` has work to do.
+    let mut inv = String::from("[cluster]\n");
+    let mut py = String::from("cluster = [\n");
+    for (i, h) in lab.hosts.iter().enumerate() {
+        writeln!(inv, "cop-node-{} ansible_host={}", i + 1, h.addr).unwrap();
+        writeln!(
+            py,
+            "    (\"cop-node-{}\", {{\"ssh_hostname\": \"{}\", \"ssh_user\": \"root\", \"ssh_key\": \"{}\", \
+             \"ssh_known_hosts_file\": \"{}\", \"ssh_strict_host_key_checking\": \"yes\", \
+             \"ingress_ip\": \"192.0.2.100\", \"domain\": \"example\", \"sub_domain\": \"cop\", \"TLD\": \"com\"}}),",
+            i + 1,
+            h.addr,
+            lab.client_key.display(),
+            lab.known_hosts.display()
+        )
+        .unwrap();
+    }
+    py.push_str("]\n");
+    write!(
+        inv,
+        "[cluster:vars]\nansible_user=root\nansible_ssh_private_key_file={}\ningress_ip=192.0.2.100\n\
+         domain=example\nsub_domain=cop\nTLD=com\n",
+        lab.client_key.display()
+    )
+    .unwrap();
+    fs::write(dir.join("inventory.ini"), inv).unwrap();
+    fs::write(dir.join("inventory.py"), py).unwrap();
+    fs::write(
+        dir.join("ansible.cfg"),
+        format!(
+            "[defaults]\nforks = {n}\ngathering = explicit\ninterpreter_python = /usr/bin/python3\n\
+             retry_files_enabled = False\nhost_key_checking = True\nlocal_tmp = {d}/home/.ansible/tmp\n\
+             [ssh_connection]\npipelining = True\n\
+             ssh_args = -C -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes\n\
+             control_path_dir = {d}/cp\n",
+            d = dir.display(),
+            kh = lab.known_hosts.display()
+        ),
+    )
+    .unwrap();
+    Site { dir, lab }
+}
+
+fn peer(path: &str) -> PathBuf {
+    let p = repo().join(path);
+    assert!(p.exists(), "{} is missing: run scripts/peers-setup.sh first", p.display());
+    p
+}
+
+fn command(tool: Tool, site: &Site, n: usize) -> Command {
+    let mut c = match tool {
+        Tool::Copctl => {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
+            c.args(["run", "system-setup", "system-dns", "-i", "inventory.ini", "--output", "json", "-f"])
+                .arg(n.to_string())
+                .arg("--known-hosts")
+                .arg(&site.lab.known_hosts)
+                .env("COPCTL_NO_PROGRESS", "1");
+            c
+        }
+        Tool::Ansible => {
+            let mut c = Command::new(peer(".peers/venv/bin/ansible-playbook"));
+            c.args(["-i", "inventory.ini"])
+                .arg("-e")
+                .arg(format!("copctl_templates={}", repo().join("templates").display()))
+                .arg(repo().join("benches/peers/site.yml"))
+                .env("ANSIBLE_CONFIG", site.dir.join("ansible.cfg"));
+            c
+        }
+        Tool::Pyinfra => {
+            let mut c = Command::new(peer(".peers/pyinfra/bin/pyinfra"));
+            c.args(["-y", "--parallel"])
+                .arg(n.to_string())
+                .arg("inventory.py")
+                .arg(repo().join("benches/peers/deploy.py"))
+                .env("COPCTL_TEMPLATES", repo().join("templates"));
+            c
+        }
+    };
+    c.current_dir(&site.dir).env("HOME", site.dir.join("home"));
+    c
+}
+
+struct Args {
+    hosts: Vec<usize>,
+    runs: usize,
+    tools: Vec<Tool>,
+    out: Option<PathBuf>,
+    scale: Vec<usize>,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        hosts: vec![10, 50, 100],
+        runs: 3,
+        tools: vec![Tool::Copctl, Tool::Ansible, Tool::Pyinfra],
+        out: None,
+        scale: vec![],
+    };
+    let list = |v: Option<String>| -> Vec<usize> {
+        v.expect("a value").split(',').map(|x| x.trim().parse().expect("a number")).collect()
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => {
+                a.hosts = vec![2];
+                a.runs = 1;
+            }
+            "--hosts" => a.hosts = list(it.next()),
+            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            "--out" => a.out = it.next().map(PathBuf::from),
+            "--scale" => a.scale = list(it.next()),
+            "--tools" => {
+                a.tools = it
+                    .next()
+                    .expect("--tools a,b")
+                    .split(',')
+                    .map(|t| match t {
+                        "copctl" => Tool::Copctl,
+                        "ansible" => Tool::Ansible,
+                        "pyinfra" => Tool::Pyinfra,
+                        other => panic!("unknown tool {other}"),
+                    })
+                    .collect()
+            }
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    if !a.tools.contains(&Tool::Copctl) {
+        a.tools.insert(0, Tool::Copctl);
+    }
+    a.tools.sort();
+    a
+}
+
+/// `--scale`: copctl alone, a 10-step playbook on many hosts, one run per size.
+fn scale(sizes: &[usize], work: &Path, json: &mut String) {
+    println!("\n| hosts | wall s | controller CPU s | peak RSS MiB | host CPU s | wall ms per host |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    json.push_str("\"scale\": [");
+    for (k, &n) in sizes.iter().enumerate() {
+        let t = Instant::now();
+        let site = start_site(n, work);
+        eprintln!("{n} lab hosts up in {:.1}s", t.elapsed().as_secs_f64());
+        let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
+        c.args(["run", "scale-10", "-i", "inventory.ini", "--output", "json", "--playbook-dir"])
+            .arg(repo().join("benches/peers"))
+            .arg("--known-hosts")
+            .arg(&site.lab.known_hosts)
+            .env("COPCTL_NO_PROGRESS", "1")
+            .current_dir(&site.dir)
+            .env("HOME", site.dir.join("home"));
+        let log = site.dir.join("scale.log");
+        let (m, code) = measure(c, &site.lab, &log);
+        assert_eq!(code, 0, "copctl failed on {n} hosts: see {}", log.display());
+        println!(
+            "| {n} | {:.2} | {:.2} | {:.1} | {:.1} | {:.2} |",
+            m.wall,
+            m.cpu,
+            m.maxrss_mib,
+            m.host_cpu,
+            m.wall * 1000.0 / n as f64
+        );
+        write!(
+            json,
+            "{}{{\"hosts\": {n}, \"wall_s\": {:.3}, \"cpu_s\": {:.3}, \"maxrss_mib\": {:.1}, \"host_cpu_s\": {:.2}}}",
+            if k > 0 { ", " } else { "" },
+            m.wall,
+            m.cpu,
+            m.maxrss_mib,
+            m.host_cpu
+        )
+        .unwrap();
+    }
+    json.push(']');
+}
+
+fn main() {
+    let args = parse_args();
+    assert!(unsafe { libc::geteuid() } == 0, "the benchmark needs root (lab hosts)");
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let work = PathBuf::from("/tmp/copctl-bench");
+    fs::create_dir_all(&work).unwrap();
+    let mut json = String::from("{");
+    if !args.scale.is_empty() {
+        scale(&args.scale, &work, &mut json);
+        json.push('}');
+        if let Some(out) = &args.out {
+            fs::write(out, json + "\n").unwrap();
+        }
+        return;
+    }
+    eprintln!(
+        "workload: system-setup + system-dns; tools: {}; hosts: {:?}; {} run(s) each",
+        args.tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
+        args.hosts,
+        args.runs
+    );
+    // results[(n, tool)] = (first runs, re-runs)
+    let mut results: Results = BTreeMap::new();
+    for &n in &args.hosts {
+        for rep in 0..args.runs {
+            let mut reference: Option<Vec<String>> = None;
+            for &tool in &args.tools {
+                let site = start_site(n, &work);
+                let mut fps = vec![];
+                let mut ms = vec![];
+                for label in ["first", "rerun"] {
+                    let log = site.dir.join(format!("{}-{label}.log", tool.name()));
+                    let (m, code) = measure(command(tool, &site, n), &site.lab, &log);
+                    assert_eq!(
+                        code,
+                        0,
+                        "{} ({label} run, {n} hosts) exited {code}:\n{}",
+                        tool.name(),
+                        fs::read_to_string(&log)
+                            .unwrap_or_default()
+                            .lines()
+                            .rev()
+                            .take(30)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    );
+                    eprintln!(
+                        "  {n} hosts, run {}: {:8} {label}: {:6.2}s wall, {:6.2}s CPU, {:6.1} MiB, hosts {:6.2}s CPU",
+                        rep + 1,
+                        tool.name(),
+                        m.wall,
+                        m.cpu,
+                        m.pss_mib,
+                        m.host_cpu
+                    );
+                    ms.push(m);
+                    fps.push((0..n).map(|i| fingerprint(&site.lab, i)).collect::<Vec<_>>());
+                }
+                for (i, (a, b)) in fps[0].iter().zip(&fps[1]).enumerate() {
+                    assert!(a == b, "{}: the re-run changed host {} ({})", tool.name(), i + 1, first_difference(a, b));
+                }
+                match &reference {
+                    None => reference = Some(fps[0].clone()),
+                    Some(r) => {
+                        for (i, (a, b)) in r.iter().zip(&fps[0]).enumerate() {
+                            assert!(
+                                a == b,
+                                "{} left host {} differently from copctl: {}",
+                                tool.name(),
+                                i + 1,
+                                first_difference(a, b)
+                            );
+                        }
+                    }
+                }
+                let e = results.entry((n, tool)).or_default();
+                e.0.push(ms[0]);
+                e.1.push(ms[1]);
+            }
+        }
+    }
+    report(&args, &results, &mut json);
+    json.push('}');
+    if let Some(out) = &args.out {
+        fs::write(out, json + "\n").unwrap();
+    }
+}
+
+/// Per host count and tool: the first runs and the re-runs.
+type Results = BTreeMap<(usize, Tool), (Vec<Measure>, Vec<Measure>)>;
+
+fn report(args: &Args, results: &Results, json: &mut String) {
+    println!(
+        "\n| hosts | tool | first run s | re-run s | controller CPU s (first) | peak memory MiB (first) | host CPU s (first) | host CPU s (re-run) |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    json.push_str("\"runs\": [");
+    let mut sep = "";
+    let med = |v: &[Measure], f: fn(&Measure) -> f64| median(v.iter().map(f).collect());
+    for &n in &args.hosts {
+        for &tool in &args.tools {
+            let (first, rerun) = &results[&(n, tool)];
+            println!(
+                "| {n} | {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} |",
+                tool.name(),
+                med(first, |m| m.wall),
+                med(rerun, |m| m.wall),
+                med(first, |m| m.cpu),
+                med(first, |m| m.pss_mib),
+                med(first, |m| m.host_cpu),
+                med(rerun, |m| m.host_cpu),
+            );
+            for (label, v) in [("first", first), ("rerun", rerun)] {
+                for m in v {
+                    write!(
+                        json,
+                        "{sep}{{\"hosts\": {n}, \"tool\": \"{}\", \"run\": \"{label}\", \"wall_s\": {:.3}, \"cpu_s\": {:.3}, \
+                         \"pss_mib\": {:.1}, \"maxrss_mib\": {:.1}, \"host_cpu_s\": {:.2}}}",
+                        tool.name(),
+                        m.wall,
+                        m.cpu,
+                        m.pss_mib,
+                        m.maxrss_mib,
+                        m.host_cpu
+                    )
+                    .unwrap();
+                    sep = ", ";
+                }
+            }
+        }
+    }
+    json.push_str("], \"ratios\": [");
+    println!("\n| hosts | peer | first run: peer / copctl | re-run: peer / copctl | host CPU (first): peer / copctl |");
+    println!("|---:|---|---:|---:|---:|");
+    let mut sep = "";
+    for &n in &args.hosts {
+        let (c1, c2) = &results[&(n, Tool::Copctl)];
+        for &tool in args.tools.iter().filter(|t| **t != Tool::Copctl) {
+            let (p1, p2) = &results[&(n, tool)];
+            let r1 = med(p1, |m| m.wall) / med(c1, |m| m.wall);
+            let r2 = med(p2, |m| m.wall) / med(c2, |m| m.wall);
+            let r3 = med(p1, |m| m.host_cpu) / med(c1, |m| m.host_cpu).max(0.01);
+            println!("| {n} | {} | {r1:.1}× | {r2:.1}× | {r3:.1}× |", tool.name());
+            write!(
+                json,
+                "{sep}{{\"hosts\": {n}, \"peer\": \"{}\", \"first\": {r1:.2}, \"rerun\": {r2:.2}, \"host_cpu\": {r3:.2}}}",
+                tool.name()
+            )
+            .unwrap();
+            sep = ", ";
+        }
+    }
+    json.push(']');
+}

@@ -1,0 +1,118 @@
+//! A long-lived `/bin/sh` on a session channel, running one script after another. A new session
+//! costs the host an sshd fork and a login shell (~2–3 ms of CPU, more than most check scripts);
+//! a script in the running shell costs one fork. Each script runs as `( eval 'SCRIPT' )` with
+//! stdin from /dev/null, so `exit`, `cd`, `set -e` and syntax errors stay inside it; a line with a
+//! per-shell random tag after its stdout and its stderr marks where its output ends. Scripts that
+//! need stdin (uploads, a sudo password) use their own session instead.
+
+use russh::ChannelMsg;
+use russh::client::Msg;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::ExecOutput;
+
+pub struct Shell {
+    ch: russh::Channel<Msg>,
+    _permit: OwnedSemaphorePermit,
+    _slot: Option<OwnedSemaphorePermit>,
+    tag: String,
+    seq: u64,
+}
+
+/// Why a shell could not run a script: the channel is gone (the shell is discarded).
+#[derive(Debug)]
+pub struct ShellLost(pub String);
+
+pub(super) fn random_hex() -> String {
+    let mut b = [0u8; 12];
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        // No entropy source: the time and pid still make a tag no script prints by chance.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return format!("{:x}{:x}", t.as_nanos(), std::process::id());
+    }
+    hex::encode(b)
+}
+
+/// Where the output before a marker line ends: `buf` ends with `\n<tag><rest>\n`; returns the
+/// index of that first newline and `<rest>`.
+fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
+    let body = buf.strip_suffix(b"\n")?;
+    let nl = body.iter().rposition(|b| *b == b'\n')?;
+    let last = &body[nl + 1..];
+    last.strip_prefix(tag.as_bytes()).map(|rest| (nl, rest))
+}
+
+impl Shell {
+    pub async fn open(
+        handle: &russh::client::Handle<super::ssh::Handler>,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<Shell, ShellLost> {
+        let lost = |e: russh::Error| ShellLost(e.to_string());
+        let ch = handle.channel_open_session().await.map_err(lost)?;
+        ch.exec(true, "exec /bin/sh").await.map_err(lost)?;
+        Ok(Shell { ch, _permit: permit, _slot: None, tag: format!("__copctl_{}_", random_hex()), seq: 0 })
+    }
+
+    /// Holds `slot` (the connection's count of shells) for the shell's life.
+    pub fn with_slot(mut self, slot: OwnedSemaphorePermit) -> Shell {
+        self._slot = Some(slot);
+        self
+    }
+
+    /// Runs one script; its output and exit status as a session of its own would give them.
+    pub async fn run(&mut self, script: &str) -> Result<ExecOutput, ShellLost> {
+        self.seq += 1;
+        let tag = format!("{}{}", self.tag, self.seq);
+        let text = format!(
+            "( eval {} ) </dev/null; printf '\\n{tag} %d\\n' $?; printf '\\n{tag}\\n' >&2\n",
+            crate::template::shell_quote(script)
+        );
+        self.ch.data(text.as_bytes()).await.map_err(|e| ShellLost(e.to_string()))?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let (mut status, mut err_done) = (None, false);
+        while status.is_none() || !err_done {
+            match self.ch.wait().await {
+                Some(ChannelMsg::Data { data }) => {
+                    out.extend_from_slice(&data);
+                    if let Some((end, rest)) = split_marker(&out, &tag) {
+                        let code = std::str::from_utf8(rest).ok().and_then(|r| r.trim().parse::<u32>().ok());
+                        status = Some(code.ok_or_else(|| ShellLost("garbled status line".into()))?);
+                        out.truncate(end);
+                    }
+                }
+                Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                    err.extend_from_slice(&data);
+                    if let Some((end, rest)) = split_marker(&err, &tag)
+                        && rest.is_empty()
+                    {
+                        err.truncate(end);
+                        err_done = true;
+                    }
+                }
+                Some(ChannelMsg::WindowAdjusted { .. }) | Some(ChannelMsg::Success) => {}
+                Some(other) => return Err(ShellLost(format!("the shell ended ({other:?})"))),
+                None => return Err(ShellLost("the channel closed".into())),
+            }
+        }
+        Ok(ExecOutput { stdout: out, stderr: err, status, signal: None })
+    }
+
+    pub async fn close(self) {
+        let _ = self.ch.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_marker;
+
+    #[test]
+    fn marker_after_output_with_and_without_newline() {
+        assert_eq!(split_marker(b"abc\n\n__t_1 0\n", "__t_1"), Some((4, &b" 0"[..])));
+        assert_eq!(split_marker(b"abc\n__t_1 3\n", "__t_1"), Some((3, &b" 3"[..])));
+        assert_eq!(split_marker(b"\n__t_1 0\n", "__t_1"), Some((0, &b" 0"[..])));
+        assert_eq!(split_marker(b"abc\n__t_1 0", "__t_1"), None);
+        assert_eq!(split_marker(b"abc\n__t_2 0\n", "__t_1"), None);
+    }
+}
