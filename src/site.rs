@@ -36,6 +36,9 @@ pub struct Site {
     pub templates: Templates,
     pub secret_names: SecretNames,
     groups: OnceLock<Value>,
+    /// `groups` as templates see it, converted once (it names every host: converting it for
+    /// every task made large inventories quadratic).
+    groups_template: OnceLock<minijinja::Value>,
 }
 
 fn beside(inventory: &Path, name: &str) -> Option<PathBuf> {
@@ -76,6 +79,7 @@ impl Site {
             templates: Templates::new(template_dir),
             secret_names,
             groups: OnceLock::new(),
+            groups_template: OnceLock::new(),
         }
     }
 
@@ -121,7 +125,8 @@ impl Site {
         let inv_vars = self.inventory.host_vars(host);
         let vars = layers.for_host(&inv_vars, Some(own));
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
-        host_context(host, &vars, self.groups_value(), &self.inventory.group_names(host), lookup)
+        let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
+        host_context(host, &vars, groups, &self.inventory.group_names(host), lookup)
     }
 
     /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars.

@@ -122,7 +122,7 @@ impl Templates {
 pub fn host_context(
     host: &str,
     vars: &crate::inventory::Vars,
-    groups: &serde_json::Value,
+    groups: Value,
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
 ) -> Value {
@@ -130,7 +130,7 @@ pub fn host_context(
         vars.iter().map(|(k, v)| (k.clone(), crate::template::to_value(v))).collect();
     map.insert("inventory_hostname".into(), Value::from(host));
     map.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
-    map.insert("groups".into(), crate::template::to_value(groups));
+    map.insert("groups".into(), groups);
     map.insert("group_names".into(), crate::template::to_value(group_names));
     map.insert("hostvars".into(), Value::from_object(HostVars(hostvars)));
     Value::from(map)
@@ -258,7 +258,8 @@ mod tests {
     #[test]
     fn version_test() {
         let t = Templates::new(None);
-        let ctx = host_context("h", &crate::inventory::Vars::new(), &serde_json::json!({}), &[], Arc::new(NoHosts));
+        let ctx =
+            host_context("h", &crate::inventory::Vars::new(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert!(t.eval("'580.95.05' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(!t.eval("'550.1' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(t.eval("'v1.31.4+rke2r1' is version('v1.32.0', '<')", &ctx).unwrap().is_true());
@@ -271,7 +272,7 @@ mod tests {
         let t = Templates::new(Some(dir.path().to_path_buf()));
         let mut vars = crate::inventory::Vars::new();
         vars.insert("t".into(), serde_json::json!("K10::x"));
-        let ctx = host_context("h1", &vars, &serde_json::json!({}), &[], Arc::new(NoHosts));
+        let ctx = host_context("h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_file("c.yaml.j2", &ctx).unwrap(), "token: K10::x\n");
     }
 
@@ -280,7 +281,7 @@ mod tests {
         let t = Templates::new(None);
         let mut vars = crate::inventory::Vars::new();
         vars.insert("pw".into(), serde_json::json!("it's"));
-        let ctx = host_context("h1", &vars, &serde_json::json!({}), &[], Arc::new(NoHosts));
+        let ctx = host_context("h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_str("{{ pw | quote }}", &ctx).unwrap(), "'it'\"'\"'s'");
         assert_eq!(t.render_str("{{ inventory_hostname }}", &ctx).unwrap(), "h1");
         let e = t.render_str("{{ nope }}", &ctx).unwrap_err();

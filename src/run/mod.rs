@@ -81,6 +81,9 @@ pub struct Engine {
     timings: Vec<(f64, String)>,
     started_tag: bool,
     reporter: Reporter,
+    /// Tasks not yet finished per host connected to: at 0 the host's connection is closed, so a
+    /// run over a thousand hosts holds only the connections still in use.
+    tasks_left: HashMap<String, usize>,
 }
 
 /// Tags a task carries: its step's and its play's.
@@ -99,9 +102,13 @@ impl Engine {
         let waiting_on =
             plan.graph.node_indices().map(|i| plan.graph.neighbors_directed(i, Direction::Incoming).count()).collect();
         let mut recap = BTreeMap::new();
+        let mut tasks_left: HashMap<String, usize> = HashMap::new();
         for t in plan.graph.node_weights() {
             if let Some(h) = &t.host {
                 recap.entry(h.clone()).or_insert_with(HostRecap::default);
+            }
+            if let Some(h) = t.runs_on.as_ref().or(t.host.as_ref()) {
+                *tasks_left.entry(h.clone()).or_default() += 1;
             }
         }
         Engine {
@@ -122,6 +129,7 @@ impl Engine {
             timings: Vec::new(),
             started_tag: false,
             reporter,
+            tasks_left,
         }
     }
 
@@ -190,6 +198,15 @@ impl Engine {
     fn finish(&mut self, n: NodeIndex, reason: Option<String>, ready: &mut VecDeque<NodeIndex>) {
         self.state[n.index()] = State::Done;
         let t = self.plan.graph[n].clone();
+        if let Some(h) = t.runs_on.as_ref().or(t.host.as_ref())
+            && let Some(left) = self.tasks_left.get_mut(h)
+        {
+            *left -= 1;
+            if *left == 0 {
+                let (pool, h) = (self.pool.clone(), h.clone());
+                tokio::spawn(async move { pool.release(&h).await });
+            }
+        }
         let was_blocked = self.blocked.contains_key(&n);
         let deps: Vec<NodeIndex> = self.plan.graph.neighbors_directed(n, Direction::Outgoing).collect();
         for d in deps {
@@ -206,7 +223,13 @@ impl Engine {
             }
             self.waiting_on[d.index()] -= 1;
             if self.waiting_on[d.index()] == 0 {
-                ready.push_back(d);
+                // A host's next task goes first: hosts run through their steps while connected,
+                // rather than every host opening a connection and holding it for the whole run.
+                if t.kind != TaskKind::Barrier && self.plan.graph[d].host == t.host {
+                    ready.push_front(d);
+                } else {
+                    ready.push_back(d);
+                }
             }
         }
     }

@@ -257,6 +257,14 @@ impl Pool {
     }
 
     /// Closes every open connection.
+    /// Closes the host's connection (it has nothing left to do); a later use reconnects.
+    pub async fn release(&self, host: &str) {
+        let slot = self.conns.lock().await.remove(host);
+        if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = slot.as_ref().and_then(|c| c.get()) {
+            s.close().await;
+        }
+    }
+
     pub async fn close(&self) {
         let conns: Vec<_> = self.conns.lock().await.values().cloned().collect();
         for c in conns {
