@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Installs the peers copctl is compared with (ansible-core, from PyPI) into .peers/venv.
-# Idempotent: does nothing when the venv already answers.
+# Installs the peers copctl is compared with, from PyPI: ansible-core into .peers/venv (the
+# differential tests and the benchmark) and pyinfra into .peers/pyinfra (the benchmark).
+# Idempotent: does nothing for a venv that already answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.peers/venv
-if [ -x "$venv/bin/ansible-inventory" ] && "$venv/bin/ansible-inventory" --version >/dev/null 2>&1; then
-  exit 0
-fi
 python=${PEERS_PYTHON:-python3}
-rm -rf "$venv"
-"$python" -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check 'ansible-core>=2.19,<2.22'
-"$venv/bin/ansible" --version | head -1
+if ! { [ -x "$venv/bin/ansible-inventory" ] && "$venv/bin/ansible-inventory" --version >/dev/null 2>&1; }; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'ansible-core>=2.19,<2.22'
+  "$venv/bin/ansible" --version | head -1
+fi
+py=.peers/pyinfra
+if ! { [ -x "$py/bin/pyinfra" ] && "$py/bin/pyinfra" --version >/dev/null 2>&1; }; then
+  rm -rf "$py"
+  "$python" -m venv "$py"
+  "$py/bin/pip" install --quiet --disable-pip-version-check 'pyinfra>=3.1,<4'
+  "$py/bin/pyinfra" --version
+fi

@@ -289,6 +289,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             let site = cli.site(extra_vars)?;
             let names = if playbooks.is_empty() { site.playbooks.names() } else { playbooks.clone() };
             let mut tasks = 0;
+            let mut warned: Vec<String> = Vec::new();
             for name in &names {
                 let pb = site.load_playbook(name)?;
                 // A playbook whose hosts are all outside the limit is not an error for validate.
@@ -307,6 +308,12 @@ pub fn run(cli: Cli) -> Result<i32> {
                     Err(e) => return Err(e),
                 };
                 tasks += plan.graph.node_count();
+                for w in plan.warnings {
+                    if !warned.contains(&w) {
+                        eprintln!("warning: {w}");
+                        warned.push(w);
+                    }
+                }
             }
             writeln!(
                 out,
@@ -520,9 +527,13 @@ fn run_playbooks(
     extra_vars: &[String],
     a: RunArgs,
 ) -> Result<i32> {
+    crate::run::catch_early_signals();
     let site = cli.site(extra_vars)?;
     let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = plan::plan(&site, pbs, limit)?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
     let mut hosts: Vec<String> = Vec::new();
     for t in plan.graph.node_weights() {
         for h in t.host.iter().chain(t.runs_on.iter()) {

@@ -7,10 +7,16 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result, Source};
 
+/// The most YAML nodes a file may hold (a 10 MB env.yaml has about 250,000).
+const MAX_NODES: usize = 5_000_000;
+
 fn options() -> serde_saphyr::Options {
+    // The parser's default budget (250,000 nodes) stops at about 10 MB of settings; operators'
+    // own files may be that large (generated host lists), runaway ones are still stopped.
     serde_saphyr::options! {
         strict_booleans: true,
         with_snippet: false,
+        budget: serde_saphyr::budget! { max_nodes: MAX_NODES, max_events: 4 * MAX_NODES },
     }
 }
 
@@ -41,6 +47,11 @@ fn yaml_hint(message: &str, text: &str, line: usize) -> Option<String> {
     }
     if message.contains("duplicate") {
         return Some("each key may appear once in a mapping: remove or rename one".into());
+    }
+    if message.contains("budget breached") {
+        return Some(format!(
+            "the file is larger than copctl reads ({MAX_NODES} YAML nodes, about 200 MB): split it, or remove generated content"
+        ));
     }
     if message.contains("bool") {
         return Some("write true or false (YAML 1.2: yes/no/on/off are strings)".into());

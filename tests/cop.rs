@@ -513,3 +513,113 @@ fn a_node_that_never_becomes_ready_stops_the_rolling_restart() {
     let cordons: Vec<String> = c.lab.double_calls(0).into_iter().filter(|l| l.starts_with("kubectl cordon")).collect();
     assert_eq!(cordons, ["kubectl cordon cop-worker-1"], "no second node cordoned");
 }
+
+/// Every process's command line on the cluster's hosts, sampled until `stop` is set.
+fn sample_argv(lab: &Lab, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<Vec<String>> {
+    let namespaces: Vec<PathBuf> =
+        (0..lab.hosts.len()).filter_map(|i| std::fs::read_link(format!("/proc/{}/ns/pid", lab.pid(i)?)).ok()).collect();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                let p = e.path();
+                if std::fs::read_link(p.join("ns/pid")).is_ok_and(|n| namespaces.contains(&n))
+                    && let Ok(c) = std::fs::read(p.join("cmdline"))
+                {
+                    seen.push(String::from_utf8_lossy(&c).replace('\0', " "));
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        seen
+    })
+}
+
+#[test]
+fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
+    let c = Cluster::start();
+    // Known secret values: the registry password and an extra secret in env.yaml, a become
+    // password in the inventory, and (below) the join token RKE2 makes.
+    let registry_pw = "Reg1stry-Pw-5f2a9c";
+    let ldap_pw = "Ldap-B1nd-7d41e0";
+    let become_pw = "B3come-Pw-93ab12";
+    let env = std::fs::read_to_string(c.path("env.yaml"))
+        .unwrap()
+        .replace("registry_password: change-me", &format!("registry_password: {registry_pw}"))
+        .replace("ldap_bind_credential: change-me-too", &format!("ldap_bind_credential: {ldap_pw}"));
+    std::fs::write(c.path("env.yaml"), env).unwrap();
+    let mut inv = std::fs::read_to_string(c.path("inventory.ini")).unwrap();
+    inv.push_str(&format!("ansible_become=true\nansible_become_password={become_pw}\n"));
+    std::fs::write(c.path("inventory.ini"), inv).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_argv(&c.lab, stop.clone());
+    let flow = ["run", "system-setup", "system-dns", "rke2-install", "rke2-private-registry"];
+    let mut first: Vec<&str> = flow.to_vec();
+    first.extend(["-vvv", "--diff", "--log-file", "trace.log"]);
+    let o1 = c.copctl(&first);
+    // A change of the password makes --diff show the registries.yaml change (masked).
+    let env = std::fs::read_to_string(c.path("env.yaml")).unwrap().replace(registry_pw, &format!("{registry_pw}-2"));
+    std::fs::write(c.path("env.yaml"), env).unwrap();
+    let o2 = c.copctl(&["run", "rke2-private-registry", "-vvv", "--diff"]);
+    let mut json: Vec<&str> = flow.to_vec();
+    json.extend(["--output", "json", "-vvv"]);
+    let o3 = c.copctl(&json);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let argv = sampler.join().unwrap();
+    for o in [&o1, &o2, &o3] {
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(o), stderr(o));
+    }
+    assert!(stdout(&o2).contains("registries.yaml"), "the diff run showed the change: {}", stdout(&o2));
+    let token = std::fs::read_to_string(c.lab.root.join("cluster/token")).unwrap().trim().to_string();
+    assert!(token.len() > 20);
+
+    // The secrets reached the hosts, in files only root can read ...
+    let worker = NAMES.iter().position(|(n, _)| *n == "cop-worker-1").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (path, secret) in
+        [("/etc/rancher/rke2/config.yaml", &token), ("/etc/rancher/rke2/registries.yaml", &format!("{registry_pw}-2"))]
+    {
+        let p = c.lab.path(worker, path);
+        assert!(std::fs::read_to_string(&p).unwrap().contains(secret.as_str()), "{path}");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{path}");
+    }
+    assert_eq!(std::fs::metadata(c.lab.path(worker, "/etc/rancher/rke2")).unwrap().permissions().mode() & 0o777, 0o700);
+
+    // ... and nowhere else: output, trace log, JSON events, the run record, remote command lines.
+    let secrets = [registry_pw, ldap_pw, become_pw, token.as_str()];
+    let mut places: Vec<(String, String)> = vec![];
+    for (k, o) in [("run 1", &o1), ("diff run", &o2), ("json run", &o3)] {
+        places.push((format!("{k} stdout"), stdout(o)));
+        places.push((format!("{k} stderr"), stderr(o)));
+    }
+    places.push(("trace.log".into(), std::fs::read_to_string(c.path("trace.log")).unwrap()));
+    let mut stack = vec![c.path(".copctl")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                places.push((e.path().display().to_string(), std::fs::read_to_string(e.path()).unwrap_or_default()));
+            }
+        }
+    }
+    assert!(argv.len() > 100, "the sampler saw the hosts' processes ({})", argv.len());
+    places.push(("remote command lines".into(), argv.join("\n")));
+    let mut found = vec![];
+    for (place, text) in &places {
+        for s in secrets {
+            if text.contains(s) {
+                found.push(format!("{} in {place}", &s[..6]));
+            }
+        }
+    }
+    assert!(found.is_empty(), "secrets found: {found:?}");
+    assert!(places[0].1.len() > 1000 && places[6].1.contains("task finished"), "the scanned output is not empty");
+    eprintln!(
+        "secrets audit: {} places scanned ({} bytes, {} remote command lines), secrets found: 0",
+        places.len(),
+        places.iter().map(|p| p.1.len()).sum::<usize>(),
+        argv.len()
+    );
+}

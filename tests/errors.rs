@@ -203,3 +203,69 @@ fn extra_vars_without_value() {
     s.write("playbooks/site.yaml", PLAY);
     assert_has(&s.fails(&["plan", "site", "-e", "flag"]), &["expected key=value"]);
 }
+
+#[test]
+fn modes_are_octal_quoted_or_not_and_anything_else_is_refused() {
+    // Ansible's pitfall (an unquoted `mode: 644` is decimal 644) cannot happen: copctl reads the
+    // mode's text as octal either way. What is not octal is refused at its line.
+    let s = Site::new();
+    let pb = |mode: &str| {
+        format!(
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - file: {{ path: /etc/x, state: directory, mode: {mode} }}\n"
+        )
+    };
+    for ok in ["0755", "755", "\"0755\"", "'0o755'"] {
+        s.write("playbooks/site.yaml", &pb(ok));
+        let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
+        assert_eq!(o.status.code(), Some(0), "mode: {ok}: {}", stderr(&o));
+    }
+    for bad in ["0999", "u=rwx", "75a"] {
+        s.write("playbooks/site.yaml", &pb(bad));
+        assert_has(&s.fails(&["validate", "site"]), &["site.yaml:5", "not an octal mode", "help:"]);
+    }
+}
+
+#[test]
+fn a_host_in_two_groups_with_conflicting_vars_is_warned_about() {
+    let s = Site::new();
+    s.write("inventory.ini", "[gpu]\nn1\n[workers]\nn1\nn2\n[gpu:vars]\nmtu=9000\n[workers:vars]\nmtu=1500\n");
+    s.write("playbooks/site.yaml", PLAY);
+    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
+    assert_eq!(o.status.code(), Some(0), "a warning, not an error (Ansible accepts it)");
+    assert_has(
+        &stderr(&o),
+        &[
+            "warning: mtu differs between groups gpu (inventory.ini:1) and workers (inventory.ini:3)",
+            "workers wins for n1",
+            "ansible_group_priority",
+        ],
+    );
+    assert!(!stderr(&o).contains("n2"), "n2 is only in one of them: {}", stderr(&o));
+    // Saying which should win silences it.
+    s.write(
+        "inventory.ini",
+        "[gpu]\nn1\n[workers]\nn1\nn2\n[gpu:vars]\nmtu=9000\nansible_group_priority=2\n[workers:vars]\nmtu=1500\n",
+    );
+    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
+    assert!(!stderr(&o).contains("differs"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_ten_megabyte_env_yaml_loads_and_its_errors_keep_their_line() {
+    let s = Site::new();
+    let mut env = String::from("domain: example\n");
+    let mut n = 1;
+    while env.len() < 10 << 20 {
+        n += 1;
+        env.push_str(&format!("setting_{n}: {{ name: value-{n}, list: [1, 2, 3], text: \"some words for {n}\" }}\n"));
+    }
+    s.write("env.yaml", &env);
+    s.write("playbooks/site.yaml", PLAY);
+    let t = std::time::Instant::now();
+    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "10 MB took {:?}", t.elapsed());
+    env.push_str("broken: [unclosed\n");
+    s.write("env.yaml", &env);
+    assert_has(&s.fails(&["validate", "site"]), &[&format!("env.yaml:{}", n + 1)]);
+}

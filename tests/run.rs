@@ -126,7 +126,7 @@ fn every_step_kind_converges_and_a_rerun_changes_nothing() {
 }
 
 #[test]
-fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_the_template() {
+fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_changes_but_not_private_files() {
     let lab = Lab::start(2, LabOptions::default());
     let site = Site::new(&lab);
     let (code, ev, err) = site.run_json(&["run", "all-kinds", "--check"]);
@@ -152,12 +152,18 @@ fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_the_template()
     for w in &would {
         assert!(made.contains(w), "check mode announced '{w}', the run did not make it: {made:?}");
     }
-    // Change a setting: --diff shows the template's difference, with the secret masked.
-    let env = std::fs::read_to_string(site.path("env.yaml")).unwrap().replace("app_port: 8080", "app_port: 9090");
+    // Change a setting: --diff names the template's file but, as it is 0600 (it holds the admin
+    // password), shows no line of it; a world-readable file's diff is shown in full.
+    let env = std::fs::read_to_string(site.path("env.yaml"))
+        .unwrap()
+        .replace("app_port: 8080", "app_port: 9090")
+        .replace("domain: cop.example.com", "domain: cop2.example.com");
     std::fs::write(site.path("env.yaml"), env).unwrap();
     let o = site.run(&["run", "all-kinds", "--diff", "--limit", "lab-1"]);
     let out = stdout(&o);
-    assert!(out.contains("-listen = 8080") && out.contains("+listen = 9090"), "{out}");
+    assert!(out.contains("/opt/app/app.conf: changed; content not shown (mode 0600"), "{out}");
+    assert!(!out.contains("listen = "), "{out}");
+    assert!(out.contains("-127.0.0.1 app.cop.example.com") && out.contains("+127.0.0.1 app.cop2.example.com"), "{out}");
     assert!(!out.contains("s3cr3t-Adm1n-pw"), "a secret leaked into the diff: {out}");
 }
 

@@ -183,6 +183,46 @@ impl Inventory {
         out
     }
 
+    /// Variables a host gets from two groups of the same depth and priority with different
+    /// values: Ansible picks the group later by name, which is rarely what the operator meant.
+    /// One message per variable and pair of groups, naming the hosts and where the groups are.
+    pub fn var_conflicts<'a>(&self, hosts: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+        let mut found: IndexMap<(String, String, String), Vec<String>> = IndexMap::new();
+        for host in hosts {
+            let Some(h) = self.hosts.get(host) else { continue };
+            let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
+            groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
+            for (i, a) in groups.iter().enumerate() {
+                for b in &groups[i + 1..] {
+                    if (a.depth, a.priority) != (b.depth, b.priority) {
+                        continue;
+                    }
+                    for (k, va) in &a.vars {
+                        if b.vars.get(k).is_some_and(|vb| vb != va) && !h.vars.contains_key(k) {
+                            found.entry((k.clone(), a.name.clone(), b.name.clone())).or_default().push(host.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let file = &self.source.name;
+        found
+            .into_iter()
+            .map(|((var, a, b), hosts)| {
+                let shown: Vec<&str> = hosts.iter().take(5).map(String::as_str).collect();
+                let more = if hosts.len() > 5 { format!(" and {} more", hosts.len() - 5) } else { String::new() };
+                format!(
+                    "{var} differs between groups {a} ({file}:{}) and {b} ({file}:{}), which are of equal depth and \
+                     priority: {b} wins for {}{more} (Ansible takes the later name); set ansible_group_priority, or set \
+                     {var} on the host, to say which should win",
+                    self.groups[&a].line,
+                    self.groups[&b].line,
+                    shown.join(", ")
+                )
+            })
+            .collect()
+    }
+
     /// The group and the groups below it in Ansible's order (`get_descendants` with ordering
     /// preserved): itself, its children, then each further level as discovered.
     pub fn descendants(&self, group: &str) -> Vec<String> {

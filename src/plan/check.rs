@@ -105,6 +105,24 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     for s in &strings {
         t.render_str(s, ctx).map_err(|e| fail(s, e))?;
     }
+    // Modes are octal text, quoted or not (`mode: 644` is 0644, never decimal 644 as in
+    // Ansible); what is not octal is an error here, before any host is touched.
+    if let Some(m) = step.action.mode()
+        && !m.contains("{{")
+        && let Err(e) = crate::steps::parse_mode(m)
+    {
+        return Err(pb.source.error_at(
+            step.line,
+            step.column,
+            0,
+            e,
+            "in this step",
+            Some(
+                "write the mode as octal digits, e.g. mode: \"0644\" (symbolic modes like u=rw are not supported)"
+                    .into(),
+            ),
+        ));
+    }
     if let Action::Template(a) = &step.action {
         let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;
         let Some(text) = t.source(&src) else {

@@ -242,6 +242,8 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
             "check the play's hosts: patterns (copctl plan without --limit shows them)",
         ));
     }
+    let planned: IndexSet<String> = b.graph.node_weights().filter_map(|t| t.host.clone()).collect();
+    warnings.extend(site.inventory.var_conflicts(&planned));
     let plan = Plan { playbooks, graph: b.graph, limit: limit.map(str::to_string), batches: all_batches, warnings };
     check::check_templates(site, &plan)?;
     Ok(plan)

@@ -426,6 +426,18 @@ pub const KINDS: &[&str] = &[
 ];
 
 impl Action {
+    /// The `mode:` of the file the step writes, if it has one.
+    pub fn mode(&self) -> Option<&str> {
+        match self {
+            Action::Copy(a) => a.mode.as_deref(),
+            Action::Template(a) => a.mode.as_deref(),
+            Action::File(a) => a.mode.as_deref(),
+            Action::Line(a) => a.mode.as_deref(),
+            Action::Block(a) => a.mode.as_deref(),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Action::Command(_) => "command",

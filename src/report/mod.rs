@@ -78,6 +78,13 @@ fn now_ms() -> u64 {
 }
 
 impl Reporter {
+    /// Masks these values too from now on (secrets the run has just learned).
+    pub fn learn_secrets(&mut self, values: Vec<String>) {
+        if !values.is_empty() {
+            self.redactor.learn(values);
+        }
+    }
+
     pub fn new(format: OutputFormat, verbose: u8, diff: bool, redactor: Redactor, total: u64) -> Self {
         let tty = (format == OutputFormat::Human
             && std::io::stderr().is_terminal()

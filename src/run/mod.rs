@@ -264,6 +264,20 @@ impl Engine {
             vec![host.clone()]
         };
         if let Some(s) = &step {
+            // Secrets learned here (a registered token, a secret fact) are masked before this
+            // task's own report is printed.
+            let names = &self.site.secret_names;
+            let mut learned = Vec::new();
+            if let Some(r) = &s.def.register
+                && names.is_secret(r)
+            {
+                learned.extend(crate::vars::secret::result_secrets(&o.registered()));
+            }
+            if let Some(f) = &o.facts {
+                let facts = Value::Object(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+                names.collect_values(&facts, &mut learned);
+            }
+            self.reporter.learn_secrets(learned);
             for h in &owners {
                 let mut m = self.registered.get(h).map(|a| (**a).clone()).unwrap_or_default();
                 if let Some(r) = &s.def.register {
@@ -348,7 +362,10 @@ impl Engine {
             plan.graph.node_indices().filter(|n| self.waiting_on[n.index()] == 0).collect();
         let mut running: JoinSet<(NodeIndex, Outcome, Duration)> = JoinSet::new();
         let mut signals = Signals::new();
-        let mut interrupted: Option<i32> = None;
+        let mut interrupted: Option<i32> = early_signal();
+        if interrupted.is_some() {
+            self.reporter.note("interrupted before the run began: nothing was started");
+        }
         loop {
             let mut deferred = VecDeque::new();
             while interrupted.is_none() && running.len() < self.opts.forks.max(1) {
@@ -429,6 +446,13 @@ impl Engine {
                     if let Some(c) = self.running_per_play.get_mut(&(t.playbook, t.play)) {
                         *c -= 1;
                     }
+                    tracing::debug!(
+                        host = t.host.as_deref().unwrap_or(""),
+                        task = %t.label,
+                        status = ?o.status,
+                        ms = elapsed.as_millis() as u64,
+                        "task finished"
+                    );
                     let reason = self.record(n, &o, elapsed);
                     let end = self.task_end_report(n, &o, elapsed);
                     self.reporter.task_end(end);
@@ -494,6 +518,32 @@ impl Engine {
             );
         }
         exit
+    }
+}
+
+/// A SIGINT or SIGTERM that came before the run's own handling was set up (while the site was
+/// loaded and planned): remembered, and the run then starts nothing.
+static EARLY_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn remember_signal(sig: libc::c_int) {
+    EARLY_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Called when a run begins (before the site is loaded): an interrupt from then on ends the run
+/// with its recap and last-failed, never kills copctl half-way through its start.
+pub fn catch_early_signals() {
+    let handler = remember_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+fn early_signal() -> Option<i32> {
+    match EARLY_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst) {
+        libc::SIGINT => Some(130),
+        libc::SIGTERM => Some(143),
+        _ => None,
     }
 }
 

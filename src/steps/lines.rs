@@ -5,7 +5,7 @@
 use regex::Regex;
 use serde_json::json;
 
-use super::transfer::{stat, unified_diff};
+use super::transfer::{private_diff, stat, unified_diff};
 use super::{Outcome, StepCtx, parse_mode, transport_outcome};
 use crate::playbook::step::{AuthorizedKeyArgs, BlockArgs, LineArgs, Presence};
 use crate::template::shell_quote;
@@ -36,7 +36,7 @@ async fn write_if_changed(
     }
     let mut o = Outcome::changed(format!("{path}: {what}"));
     if cx.diff {
-        o.diff = Some(unified_diff(path, old.unwrap_or(""), &new));
+        o.diff = Some(private_diff(path, mode).unwrap_or_else(|| unified_diff(path, old.unwrap_or(""), &new)));
     }
     if cx.check {
         return o;

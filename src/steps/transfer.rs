@@ -87,6 +87,14 @@ pub async fn stat(cx: &StepCtx<'_>, path: &str, hash: bool, names: bool) -> Resu
     }))
 }
 
+/// For a file only its owner may read (no group or other read bit, like 0600 files holding
+/// tokens and passwords), the diff is a notice: its old lines could hold a secret copctl has
+/// never seen as a value (a password since changed), which no masking would catch.
+pub fn private_diff(path: &str, mode: u32) -> Option<String> {
+    (mode & 0o044 == 0)
+        .then(|| format!("{path}: changed; content not shown (mode {mode:04o}: only its owner may read it)\n"))
+}
+
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
@@ -138,7 +146,13 @@ pub async fn ensure_content(
         format!("fixed mode/owner of {dest}")
     });
     o.result = result;
-    if cx.diff && !same_content {
+    let final_mode = mode.or(current.as_ref().map(|s| s.mode)).unwrap_or(0o644);
+    if cx.diff
+        && !same_content
+        && let Some(notice) = private_diff(dest, final_mode)
+    {
+        o.diff = Some(notice);
+    } else if cx.diff && !same_content {
         let old = match &current {
             Some(s) if s.sha256.is_some() => match cx.conn.get(dest).await {
                 Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -151,7 +165,6 @@ pub async fn ensure_content(
     if cx.check {
         return o;
     }
-    let final_mode = mode.or(current.as_ref().map(|s| s.mode)).unwrap_or(0o644);
     if !same_content {
         if let Err(e) = cx.conn.put(PutSource::Bytes(content), dest, final_mode).await {
             return transport_outcome(e);

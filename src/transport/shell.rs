@@ -7,14 +7,18 @@
 
 use russh::ChannelMsg;
 use russh::client::Msg;
-use tokio::sync::OwnedSemaphorePermit;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use super::ExecOutput;
 
 pub struct Shell {
     ch: russh::Channel<Msg>,
-    _permit: OwnedSemaphorePermit,
-    _slot: Option<OwnedSemaphorePermit>,
+    permit: Option<OwnedSemaphorePermit>,
+    slot: Option<OwnedSemaphorePermit>,
+    /// Told when the shell goes away, so a task waiting for one may open another.
+    gone: Arc<Notify>,
     tag: String,
     seq: u64,
 }
@@ -44,20 +48,24 @@ fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
 }
 
 impl Shell {
+    /// Opens a shell holding `permit` (a channel) and `slot` (the connection's count of shells).
     pub async fn open(
         handle: &russh::client::Handle<super::ssh::Handler>,
         permit: OwnedSemaphorePermit,
+        slot: OwnedSemaphorePermit,
+        gone: Arc<Notify>,
     ) -> Result<Shell, ShellLost> {
         let lost = |e: russh::Error| ShellLost(e.to_string());
         let ch = handle.channel_open_session().await.map_err(lost)?;
         ch.exec(true, "exec /bin/sh").await.map_err(lost)?;
-        Ok(Shell { ch, _permit: permit, _slot: None, tag: format!("__copctl_{}_", random_hex()), seq: 0 })
-    }
-
-    /// Holds `slot` (the connection's count of shells) for the shell's life.
-    pub fn with_slot(mut self, slot: OwnedSemaphorePermit) -> Shell {
-        self._slot = Some(slot);
-        self
+        Ok(Shell {
+            ch,
+            permit: Some(permit),
+            slot: Some(slot),
+            gone,
+            tag: format!("__copctl_{}_", random_hex()),
+            seq: 0,
+        })
     }
 
     /// Runs one script; its output and exit status as a session of its own would give them.
@@ -100,6 +108,15 @@ impl Shell {
 
     pub async fn close(self) {
         let _ = self.ch.close().await;
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        // Free the channel and the slot before waking a waiter, or it would find none free.
+        drop(self.permit.take());
+        drop(self.slot.take());
+        self.gone.notify_one();
     }
 }
 

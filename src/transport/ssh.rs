@@ -15,7 +15,7 @@ use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 use russh::{ChannelMsg, Disconnect};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::{Notify, OnceCell, Semaphore};
 
 use super::known_hosts::{HostKeyPolicy, KnownHosts, Verdict};
 use super::shell::Shell;
@@ -156,10 +156,13 @@ pub struct SshConnection {
     handle: Handle<Handler>,
     _jumps: Vec<Handle<Handler>>,
     channels: Arc<Semaphore>,
-    sftp: OnceCell<russh_sftp::client::SftpSession>,
+    /// The SFTP session, with the channel permit it holds for the connection's life.
+    sftp: OnceCell<(russh_sftp::client::SftpSession, tokio::sync::OwnedSemaphorePermit)>,
     /// Idle shells for scripts without stdin (see `shell`), at most `MAX_SHELLS` in all.
     shells: Mutex<Vec<Shell>>,
     shell_slots: Arc<Semaphore>,
+    /// Told when a shell goes back to `shells` or away (its slot freed).
+    shell_free: Arc<Notify>,
 }
 
 impl std::fmt::Debug for SshConnection {
@@ -312,6 +315,9 @@ impl SshConnection {
             )
             .sleep(tokio::time::sleep)
             .when(transient)
+            .notify(
+                |e, after| tracing::debug!(host = %spec.name, "connection attempt failed, retrying in {after:?}: {e}"),
+            )
             .await
     }
 
@@ -392,6 +398,7 @@ impl SshConnection {
             sftp: OnceCell::new(),
             shells: Mutex::new(Vec::new()),
             shell_slots: Arc::new(Semaphore::new(MAX_SHELLS)),
+            shell_free: Arc::new(Notify::new()),
         })
     }
 
@@ -412,37 +419,28 @@ impl SshConnection {
         stdin: StdinSource<'_>,
         timeout: Duration,
     ) -> Result<ExecOutput, TransportError> {
+        // Sizes and statuses only: scripts carry rendered values (secrets among them).
+        tracing::trace!(host = %self.name, bytes = command.len(), "exec");
         if matches!(stdin, StdinSource::None) {
-            let idle = self.shells.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let shell = match idle {
-                Some(s) => Some(s),
-                None => match self.shell_slots.clone().try_acquire_owned() {
-                    Ok(slot) => {
-                        let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
-                        match Shell::open(&self.handle, permit).await {
-                            Ok(s) => Some(s.with_slot(slot)),
-                            Err(e) => return Err(self.lost(e.0)),
-                        }
-                    }
-                    Err(_) => None,
-                },
-            };
-            if let Some(mut shell) = shell {
-                return match tokio::time::timeout(timeout, shell.run(command)).await {
-                    Ok(Ok(out)) => {
+            // The script never appears on a command line (it travels on the shell's stdin).
+            let run = async {
+                let mut shell = self.take_shell().await?;
+                match shell.run(command).await {
+                    Ok(out) => {
                         self.shells.lock().unwrap_or_else(|e| e.into_inner()).push(shell);
+                        self.shell_free.notify_one();
                         Ok(out)
                     }
-                    Ok(Err(e)) => {
+                    Err(e) => {
                         shell.close().await;
                         Err(self.lost(e.0))
                     }
-                    Err(_) => {
-                        shell.close().await;
-                        Err(TransportError::Timeout { host: self.name.clone(), after: timeout })
-                    }
-                };
-            }
+                }
+            };
+            return match tokio::time::timeout(timeout, run).await {
+                Ok(r) => r,
+                Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
+            };
         }
         let _permit = self.channels.acquire().await.map_err(|e| self.lost(e))?;
         let mut ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
@@ -531,6 +529,7 @@ impl SshConnection {
             && let Ok(text) = std::str::from_utf8(b)
         {
             let digest = hex::encode(Sha256::digest(b));
+            tracing::debug!(host = %self.name, dest, bytes = b.len(), mode = format!("{mode:o}"), "upload (inline)");
             let script = small_put_script(dest, text, mode, owner);
             let out = self.exec(&script, StdinSource::None, timeout).await?;
             if out.status != Some(0) {
@@ -551,6 +550,7 @@ impl SshConnection {
                 (len, Box::new(f))
             }
         };
+        tracing::debug!(host = %self.name, dest, bytes = len, mode = format!("{mode:o}"), "upload");
         let script = put_script(dest, len, mode, owner);
         let digest = Arc::new(Mutex::new(String::new()));
         let out = self.exec(&script, StdinSource::Hashed(reader, digest.clone()), timeout).await?;
@@ -567,11 +567,14 @@ impl SshConnection {
     async fn sftp(&self) -> Result<&russh_sftp::client::SftpSession, TransportError> {
         self.sftp
             .get_or_try_init(|| async {
+                let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
                 let ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
                 ch.request_subsystem(true, "sftp").await.map_err(|e| self.lost(e))?;
-                russh_sftp::client::SftpSession::new(ch.into_stream()).await.map_err(|e| self.lost(e))
+                let s = russh_sftp::client::SftpSession::new(ch.into_stream()).await.map_err(|e| self.lost(e))?;
+                Ok((s, permit))
             })
             .await
+            .map(|(s, _)| s)
     }
 
     /// Reads a remote file over SFTP (no remote process).
@@ -580,6 +583,25 @@ impl SshConnection {
         sftp.read(path)
             .await
             .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("reading {path}: {e}") })
+    }
+
+    /// An idle shell, a new one while fewer than `MAX_SHELLS` exist, or the next one returned.
+    async fn take_shell(&self) -> Result<Shell, TransportError> {
+        loop {
+            let freed = self.shell_free.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(s) = self.shells.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+                return Ok(s);
+            }
+            if let Ok(slot) = self.shell_slots.clone().try_acquire_owned() {
+                let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
+                return Shell::open(&self.handle, permit, slot, self.shell_free.clone())
+                    .await
+                    .map_err(|e| self.lost(e.0));
+            }
+            freed.await;
+        }
     }
 
     /// `lstat` over SFTP (no remote process): `Ok(None)` when nothing is at `path`, `Err` when

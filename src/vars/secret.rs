@@ -58,6 +58,20 @@ impl SecretNames {
     }
 }
 
+/// The text a registered result under a secret name carries (what a slurp read, what a
+/// command printed), with and without surrounding whitespace: it is masked from then on.
+pub fn result_secrets(result: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in ["content", "stdout", "stderr", "stdout_lines", "stderr_lines"] {
+        if let Some(v) = result.get(k) {
+            collect_strings(v, &mut out);
+        }
+    }
+    let trimmed: Vec<String> = out.iter().map(|s| s.trim().to_string()).collect();
+    out.extend(trimmed);
+    out
+}
+
 fn collect_strings(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) if !s.is_empty() => out.push(s.clone()),
@@ -118,6 +132,13 @@ impl Redactor {
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
         Redactor { values }
+    }
+
+    /// Adds secret values learned during a run (a registered token, a secret fact).
+    pub fn learn(&mut self, values: Vec<String>) {
+        let mut all = std::mem::take(&mut self.values);
+        all.extend(values);
+        *self = Redactor::new(all);
     }
 
     pub fn redact(&self, text: &str) -> String {

@@ -28,6 +28,8 @@ pub struct LabOptions {
     pub no_authorized_key: bool,
     /// Name prefix of the hosts (default "lab").
     pub prefix: Option<String>,
+    /// sshd_config lines that replace the lab's own for the keywords they set.
+    pub sshd_config: Option<String>,
 }
 
 pub struct LabHost {
@@ -189,11 +191,30 @@ impl Lab {
         self.new_host_key(dir);
         let password_auth = if self.opts.root_password.is_some() { "yes" } else { "no" };
         let config = format!(
-            "ListenAddress {addr}:22\nHostKey /etc/ssh/lab_host_ed25519_key\nPermitRootLogin yes\n\
+            "{extra}ListenAddress {addr}:22\nHostKey /etc/ssh/lab_host_ed25519_key\nPermitRootLogin yes\n\
              PasswordAuthentication {password_auth}\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
              UsePAM no\nMaxStartups 200:30:400\nMaxSessions 64\nPidFile none\nSubsystem sftp internal-sftp\n\
-             AuthorizedKeysFile .ssh/authorized_keys\nLogLevel ERROR\nClientAliveInterval 0\n"
+             AuthorizedKeysFile .ssh/authorized_keys\nLogLevel ERROR\nClientAliveInterval 0\n",
+            extra = self.opts.sshd_config.as_deref().unwrap_or("")
         );
+        // sshd keeps the first value of most keywords but the last of some (MaxStartups): a
+        // keyword the options set is dropped from the lab's own lines.
+        let extra_keys: Vec<String> = self
+            .opts
+            .sshd_config
+            .iter()
+            .flat_map(|c| c.lines())
+            .filter_map(|l| l.split_whitespace().next().map(str::to_lowercase))
+            .collect();
+        let n_extra = extra_keys.len();
+        let config: String = config
+            .lines()
+            .enumerate()
+            .filter(|(i, l)| {
+                *i < n_extra || !l.split_whitespace().next().is_some_and(|k| extra_keys.contains(&k.to_lowercase()))
+            })
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
         fs::write(dir.join("upper/etc/ssh/sshd_config.lab"), config).unwrap();
         fs::write(dir.join("upper/etc/hostname"), format!("{name}\n")).unwrap();
         if let Some(pw) = &self.opts.root_password {
