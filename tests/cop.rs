@@ -594,16 +594,7 @@ fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
         places.push((format!("{k} stderr"), stderr(o)));
     }
     places.push(("trace.log".into(), std::fs::read_to_string(c.path("trace.log")).unwrap()));
-    let mut stack = vec![c.path(".copctl")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                places.push((e.path().display().to_string(), std::fs::read_to_string(e.path()).unwrap_or_default()));
-            }
-        }
-    }
+    places.extend(files_under(&c.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
     assert!(argv.len() > 100, "the sampler saw the hosts' processes ({})", argv.len());
     places.push(("remote command lines".into(), argv.join("\n")));
     let mut found = vec![];

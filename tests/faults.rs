@@ -37,15 +37,8 @@ impl Site {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
-        c.args(args)
-            .args(["-i", "inventory.ini", "--known-hosts"])
-            .arg(&self.known_hosts)
-            .current_dir(self.dir.path())
-            .env("HOME", self.path("home"))
-            .env("NO_COLOR", "1")
-            .env("COPCTL_NO_PROGRESS", "1")
-            .env_remove("SSH_AUTH_SOCK");
+        let mut c = site_command(self.dir.path(), &self.known_hosts, args);
+        c.env("COPCTL_NO_PROGRESS", "1");
         c
     }
 

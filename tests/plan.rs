@@ -191,3 +191,26 @@ fn secrets_print_masked() {
     let o = copctl(Some(dir.path()), &["inventory", "list", "-i", "inventory.ini"]);
     assert!(!stdout(&o).contains("s3cr3t-pw"));
 }
+
+#[test]
+fn a_rolling_play_waits_for_every_play_of_the_playbooks_before_it() {
+    // rke2-install lets agents go on while servers still join one by one; the registry playbook
+    // that follows restarts servers one at a time: its first restart must not overlap a join.
+    let tasks = plan_json(&["rke2-install", "rke2-private-registry"]);
+    let last_join = tasks
+        .iter()
+        .filter(|t| t["play"] == "other-servers" && t["host"] == "cop-master-3")
+        .map(|t| t["id"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let first_registry = tasks
+        .iter()
+        .filter(|t| t["playbook"] == "rke2-private-registry" && t["host"] == "cop-master-1")
+        .map(|t| t["id"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    assert!(
+        ancestors(&tasks, first_registry).contains(&last_join),
+        "the registry's rolling restart could start while cop-master-3 still joins"
+    );
+}

@@ -45,15 +45,7 @@ impl<'a> Site<'a> {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
-        c.args(args)
-            .args(["-i", "inventory.ini", "--known-hosts"])
-            .arg(self.lab.known_hosts.to_str().unwrap())
-            .current_dir(self.dir.path())
-            .env("HOME", self.path("home"))
-            .env("NO_COLOR", "1")
-            .env_remove("SSH_AUTH_SOCK");
-        c
+        site_command(self.dir.path(), &self.lab.known_hosts, args)
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -336,16 +328,8 @@ fn secrets_never_leave_in_output_record_or_remote_argv() {
     assert!(!ev.iter().any(|e| e.to_string().contains(secret)));
     assert!(argv.len() > 10, "the sampler saw processes");
     assert!(!argv.iter().any(|a| a.contains(secret)), "a secret was on a command line");
-    let mut stack = vec![site.path(".copctl")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-                assert!(!text.contains(secret), "secret in {}", e.path().display());
-            }
-        }
+    for (path, text) in files_under(&site.path(".copctl")) {
+        assert!(!text.contains(secret), "secret in {}", path.display());
     }
 }
 

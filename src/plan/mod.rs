@@ -277,9 +277,12 @@ impl Builder<'_> {
 
     /// What every task of play `ki` waits for before it starts: the `needs` plays (by default
     /// the previous play of the playbook).
+    /// A play with `serial` (a rolling change, one batch of the cluster at a time) also waits
+    /// for every play of the playbooks named before it: otherwise a host still busy in an
+    /// earlier playbook (a server joining) would overlap the rolling change on another.
     fn play_start_deps(&self, pbs: &[Playbook], pi: usize, ki: usize) -> Vec<NodeIndex> {
         let play = &pbs[pi].plays[ki];
-        match &play.needs {
+        let mut deps = match &play.needs {
             None if ki > 0 => vec![self.play_end[pi][ki - 1]],
             None => vec![],
             Some(names) => names
@@ -287,7 +290,11 @@ impl Builder<'_> {
                 .filter_map(|n| pbs[pi].plays.iter().position(|p| &p.name == n))
                 .map(|i| self.play_end[pi][i])
                 .collect(),
+        };
+        if !play.serial.is_empty() {
+            deps.extend(self.play_end[..pi].iter().flatten().copied());
         }
+        deps
     }
 
     /// The host's end in the previous playbook: playbooks named together run in order per host.

@@ -66,3 +66,34 @@ pub fn copctl_env(dir: Option<&Path>, args: &[&str], envs: &[(&str, &str)]) -> O
     }
     c.output().expect("copctl runs")
 }
+
+/// Every file below `dir` with its text (lossy), e.g. a run record to scan for secrets.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).into_owned();
+                out.push((e.path(), text));
+            }
+        }
+    }
+    out
+}
+
+/// `copctl ARGS` run from a site directory against lab hosts: its inventory.ini, that site's
+/// HOME, no agent, no colour.
+pub fn site_command(dir: &Path, known_hosts: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
+    c.args(args)
+        .args(["-i", "inventory.ini", "--known-hosts"])
+        .arg(known_hosts)
+        .current_dir(dir)
+        .env("HOME", dir.join("home"))
+        .env("NO_COLOR", "1")
+        .env_remove("SSH_AUTH_SOCK");
+    c
+}
