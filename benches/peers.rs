@@ -104,11 +104,6 @@ fn tree_pss_kib(root: i32) -> u64 {
     total
 }
 
-fn rusage_seconds(r: &libc::rusage) -> f64 {
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(r.ru_utime) + tv(r.ru_stime)
-}
-
 /// Runs `cmd` to completion and measures it; its output goes to `log`. Returns the exit code.
 fn measure(mut cmd: Command, lab: &lab::Lab, log: &Path) -> (Measure, i32) {
     let host_before = lab.cpu_ticks();
@@ -136,7 +131,7 @@ fn measure(mut cmd: Command, lab: &lab::Lab, log: &Path) -> (Measure, i32) {
     stop.store(true, Ordering::Relaxed);
     sampler.join().unwrap();
     std::mem::forget(child);
-    let mut cpu = rusage_seconds(&ru);
+    let mut cpu = lab::rusage_seconds(&ru);
     let mut maxrss = ru.ru_maxrss as f64;
     // The run ends the control masters it left (each run pays for its own connections).
     for p in orphaned_ssh() {
@@ -144,7 +139,7 @@ fn measure(mut cmd: Command, lab: &lab::Lab, log: &Path) -> (Measure, i32) {
         let mut st = 0;
         let mut r2: libc::rusage = unsafe { std::mem::zeroed() };
         if unsafe { libc::wait4(p, &mut st, 0, &mut r2) } == p {
-            cpu += rusage_seconds(&r2);
+            cpu += lab::rusage_seconds(&r2);
             maxrss = maxrss.max(r2.ru_maxrss as f64);
         }
     }

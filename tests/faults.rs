@@ -111,18 +111,6 @@ fn a_host_killed_mid_step_is_unreachable_the_others_finish_and_a_rerun_completes
     assert_eq!(std::fs::read_to_string(lab.path(2, "/var/tmp/after.txt")).unwrap(), "after 0\n");
 }
 
-/// A tiny deterministic generator (xorshift), so a failing round can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 const INTERRUPTED: &str = r#"
 description: Writes several files, big and small, between short pauses (interruption test)
 plays:
@@ -247,11 +235,7 @@ fn wait_measured(child: std::process::Child) -> (i32, f64, f64) {
     let pid = child.id() as i32;
     assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut ru) }, pid);
     std::mem::forget(child);
-    let cpu = ru.ru_utime.tv_sec as f64
-        + ru.ru_utime.tv_usec as f64 / 1e6
-        + ru.ru_stime.tv_sec as f64
-        + ru.ru_stime.tv_usec as f64 / 1e6;
-    (libc::WEXITSTATUS(status), ru.ru_maxrss as f64 / 1024.0, cpu)
+    (libc::WEXITSTATUS(status), ru.ru_maxrss as f64 / 1024.0, lab::rusage_seconds(&ru))
 }
 
 fn load_playbook() -> String {

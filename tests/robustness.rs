@@ -1,28 +1,14 @@
 //! Bad input never panics: thousands of mutated inventories, patterns, env.yaml files, playbooks
 //! and templates (deterministic, seeded) must each give a result or an error, never a panic.
-//! (A cheap stand-in until the fuzz targets of the reliability issue exist.)
+//! The seeded, CI-sized companion of the cargo-fuzz targets in fuzz/ (scripts/fuzz.sh).
 
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use common::Rng;
 use copctl::error::Source;
 use copctl::inventory::Inventory;
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Inserts, deletes or replaces a few characters, drawn from what the format finds meaningful.
 fn mutate(rng: &mut Rng, text: &str, alphabet: &[char]) -> String {

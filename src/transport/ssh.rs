@@ -704,11 +704,7 @@ pub fn small_put_script(dest: &str, content: &str, mode: u32, owner: Option<&str
 
 pub fn put_script(dest: &str, len: u64, mode: u32, owner: Option<&str>) -> String {
     let q = crate::template::shell_quote;
-    let dir = match dest.rfind('/') {
-        Some(0) => "/".to_string(),
-        Some(i) => dest[..i].to_string(),
-        None => ".".to_string(),
-    };
+    let dir = parent_dir(dest);
     let chown = owner.map(|o| format!(" && chown {} \"$t\"", q(o))).unwrap_or_default();
     format!(
         "umask 077; t=$(mktemp {dir}/.copctl-XXXXXXXX) || exit 90; trap 'rm -f \"$t\"' EXIT; \

@@ -97,3 +97,18 @@ pub fn site_command(dir: &Path, known_hosts: &Path, args: &[&str]) -> Command {
         .env_remove("SSH_AUTH_SOCK");
     c
 }
+
+/// xorshift64*: deterministic (a failing case can be replayed from its seed), no dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}

@@ -64,6 +64,12 @@ pub fn addr_of(k: usize) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, (10 + k / 250) as u8, (k % 250 + 1) as u8)
 }
 
+/// User + system CPU seconds of a `wait4` resource usage (a finished copctl or peer run).
+pub fn rusage_seconds(r: &libc::rusage) -> f64 {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
