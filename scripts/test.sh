@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# The test suite: installs the peers copctl is compared with (ansible-core in .peers/venv),
-# then runs every test. Works on a fresh machine with Rust and Python 3.
+# The test suite: installs the lab's prerequisites (sshd, iproute2...) and the peers copctl is
+# compared with (ansible-core in .peers/venv), then runs every test. Works on a fresh machine with
+# Rust and Python 3, as root or as a user with sudo: the SSH tests start real OpenSSH servers in
+# namespaces, so for a user the test binaries (not cargo) run through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/as-root.sh
+as_root scripts/lab-prereqs.sh
 scripts/peers-setup.sh
-cargo test --locked
+if [ "$(id -u)" != 0 ]; then
+  host=$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z-' 'A-Z_')
+  export "CARGO_TARGET_${host}_RUNNER=sudo --preserve-env"
+fi
+cargo test --locked "$@"
