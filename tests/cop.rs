@@ -2,129 +2,72 @@
 //! systemd, kernel modules, sysctl and packages; every call is logged on its host).
 
 mod common;
-mod lab;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
+use common::lab::cop_site::NAMES;
 use common::*;
-use lab::Lab;
-use lab::cop_site::{CopSite, NAMES};
 use serde_json::Value;
 
-struct Cluster {
-    lab: Lab,
-    dir: tempfile::TempDir,
-}
-
-impl Cluster {
-    fn start() -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let site = CopSite::start(dir.path());
-        Cluster { lab: site.lab, dir }
-    }
-
-    fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
-    }
-
-    fn copctl(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_copctl"))
-            .args(args)
-            .args(["-i", "inventory.ini", "--known-hosts"])
-            .arg(self.lab.known_hosts.to_str().unwrap())
-            .current_dir(self.dir.path())
-            .env("HOME", self.path("home"))
-            .env("NO_COLOR", "1")
-            .env_remove("SSH_AUTH_SOCK")
-            .output()
-            .unwrap()
-    }
-
-    fn run_json(&self, args: &[&str]) -> (Option<i32>, Vec<Value>) {
-        let mut a = vec!["run"];
-        a.extend(args);
-        a.extend(["--output", "json"]);
-        let o = self.copctl(&a);
-        (o.status.code(), stdout(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
-    }
-}
-
-fn changed_by_host(ev: &[Value]) -> std::collections::BTreeMap<String, u64> {
-    ev.iter().find(|e| e["event"] == "run_end").unwrap()["recap"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(h, r)| (h.clone(), r["changed"].as_u64().unwrap()))
-        .collect()
+fn changed_by_host(ran: &Ran) -> std::collections::BTreeMap<String, u64> {
+    ran.recap().iter().map(|(h, r)| (h.clone(), r["changed"].as_u64().unwrap())).collect()
 }
 
 #[test]
 fn system_setup_and_dns_converge_and_rerun_changes_nothing() {
-    let c = Cluster::start();
-    let (code, ev) = c.run_json(&["system-setup", "system-dns"]);
-    assert_eq!(code, Some(0), "{ev:?}");
-    let hosts = std::fs::read_to_string(c.lab.path(1, "/etc/hosts")).unwrap();
+    let c = Site::cop_cluster();
+    c.run_json(&["system-setup", "system-dns"], 0);
+    let hosts = std::fs::read_to_string(c.lab().path(1, "/etc/hosts")).unwrap();
     for (i, (name, _)) in NAMES.iter().enumerate() {
-        assert!(hosts.contains(&format!("{} {name}\n", c.lab.hosts[i].addr)), "{hosts}");
+        assert!(hosts.contains(&format!("{} {name}\n", c.lab().hosts[i].addr)), "{hosts}");
     }
     assert!(
         hosts.contains("192.0.2.100 registry.cop.example.com") && hosts.contains("# BEGIN OPENMARU COP HOSTS (copctl)"),
         "{hosts}"
     );
     let w2 = NAMES.iter().position(|(n, _)| *n == "cop-worker-2").unwrap();
-    let calls = c.lab.double_calls(w2);
+    let calls = c.lab().double_calls(w2);
     for want in
         ["hostnamectl set-hostname cop-worker-2", "modprobe overlay", "modprobe br_netfilter", "sysctl --system"]
     {
         assert!(calls.iter().any(|x| x == want), "missing `{want}` in {calls:?}");
     }
     assert!(
-        std::fs::read_to_string(c.lab.path(w2, "/etc/sysctl.d/90-rke2.conf"))
+        std::fs::read_to_string(c.lab().path(w2, "/etc/sysctl.d/90-rke2.conf"))
             .unwrap()
             .contains("net.ipv4.ip_forward = 1")
     );
     // A second run changes nothing and restarts nothing.
-    let (code, ev) = c.run_json(&["system-setup", "system-dns"]);
-    assert_eq!(code, Some(0));
-    assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
-    assert_eq!(c.lab.double_calls(w2).iter().filter(|x| *x == "sysctl --system").count(), 1);
+    let ran = c.run_json(&["system-setup", "system-dns"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+    assert_eq!(c.lab().double_calls(w2).iter().filter(|x| *x == "sysctl --system").count(), 1);
 }
 
 #[test]
 fn node_setup_limited_to_the_new_worker_touches_nothing_else() {
-    let c = Cluster::start();
-    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
-    let (code, ev) = c.run_json(&["system-setup", "system-dns", "--limit", "cop-worker-3"]);
-    assert_eq!(code, Some(0));
+    let c = Site::cop_cluster();
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    let ev = c.run_json(&["system-setup", "system-dns", "--limit", "cop-worker-3"], 0).events();
     let touched: std::collections::BTreeSet<&str> =
         ev.iter().filter(|e| e["event"] == "task_start").map(|e| e["host"].as_str().unwrap()).collect();
     assert_eq!(touched.into_iter().collect::<Vec<_>>(), ["cop-worker-3"]);
     for i in 0..3 {
-        assert_eq!(c.lab.double_calls(i), before[i], "{} was touched", NAMES[i].0);
+        assert_eq!(c.lab().double_calls(i), before[i], "{} was touched", NAMES[i].0);
         assert!(
-            !std::fs::read_to_string(c.lab.path(i, "/etc/hosts")).unwrap_or_default().contains("OPENMARU COP HOSTS")
+            !std::fs::read_to_string(c.lab().path(i, "/etc/hosts")).unwrap_or_default().contains("OPENMARU COP HOSTS")
         );
     }
 }
 
 /// Lines of the shared cluster state file (joins, violations), as the doubles wrote them.
-fn cluster_file(c: &Cluster, name: &str) -> Vec<String> {
-    std::fs::read_to_string(c.lab.root.join("cluster").join(name))
+fn cluster_file(c: &Site, name: &str) -> Vec<String> {
+    std::fs::read_to_string(c.lab().root.join("cluster").join(name))
         .map(|t| t.lines().map(str::to_string).collect())
         .unwrap_or_default()
 }
 
 #[test]
 fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
-    let c = Cluster::start();
-    let (code, ev) = c.run_json(&["rke2-install"]);
-    let failures: Vec<String> = ev
-        .iter()
-        .filter(|e| e["status"] == "failed")
-        .map(|e| format!("{} {} {}", e["host"], e["step"], e["msg"]))
-        .collect();
-    assert_eq!(code, Some(0), "{failures:?}");
+    let c = Site::cop_cluster();
+    let ev = c.run_json(&["rke2-install"], 0).events();
     assert!(cluster_file(&c, "violations").is_empty(), "a concurrent server join was attempted");
     let joins: Vec<String> =
         cluster_file(&c, "joins").iter().map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" ")).collect();
@@ -132,42 +75,40 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     assert_eq!(servers, ["cop-master-1 server", "cop-master-2 server", "cop-master-3 server"]);
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
     assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
-    let cfg = std::fs::read_to_string(c.lab.path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
-    let token = std::fs::read_to_string(c.lab.root.join("cluster/token")).unwrap();
-    assert!(cfg.contains(&format!("server: https://{}:9345", c.lab.hosts[0].addr)), "{cfg}");
+    let cfg = std::fs::read_to_string(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
+    let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap();
+    assert!(cfg.contains(&format!("server: https://{}:9345", c.lab().hosts[0].addr)), "{cfg}");
     assert!(cfg.contains(&format!("token: {}", token.trim())), "{cfg}");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
-        std::fs::metadata(c.lab.path(4, "/etc/rancher/rke2/config.yaml")).unwrap().permissions().mode() & 0o777,
+        std::fs::metadata(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap().permissions().mode() & 0o777,
         0o600
     );
     // The token never shows in what copctl prints or records.
     assert!(!ev.iter().any(|e| e.to_string().contains(token.trim())));
     // Re-run: nothing changes, nothing restarts, no new install.
-    let calls_before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
-    let (code, ev) = c.run_json(&["rke2-install"]);
-    assert_eq!(code, Some(0));
-    assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
+    let calls_before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    let ran = c.run_json(&["rke2-install"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
     for i in 0..NAMES.len() {
-        let new: Vec<String> = c.lab.double_calls(i)[calls_before[i].len()..].to_vec();
+        let new: Vec<String> = c.lab().double_calls(i)[calls_before[i].len()..].to_vec();
         assert!(!new.iter().any(|l| l.contains("restart") || l.starts_with("install.sh")), "{}: {new:?}", NAMES[i].0);
     }
 }
 
 #[test]
 fn rke2_install_limited_to_a_new_worker_changes_only_that_worker() {
-    let c = Cluster::start();
-    assert_eq!(c.run_json(&["rke2-install", "--limit", "!cop-worker-3"]).0, Some(0));
-    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
-    let (code, ev) = c.run_json(&["rke2-install", "--limit", "cop-worker-3"]);
-    assert_eq!(code, Some(0), "{ev:?}");
+    let c = Site::cop_cluster();
+    c.run_json(&["rke2-install", "--limit", "!cop-worker-3"], 0);
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    let ev = c.run_json(&["rke2-install", "--limit", "cop-worker-3"], 0).events();
     assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-worker-3 agent"));
     let changed: std::collections::BTreeSet<&str> =
         ev.iter().filter(|e| e["status"] == "changed").map(|e| e["host"].as_str().unwrap()).collect();
     assert_eq!(changed.into_iter().collect::<Vec<_>>(), ["cop-worker-3"]);
     // The first server was only read (the token; the Ready wait); the others not even that.
     for (i, (name, _)) in NAMES.iter().enumerate().take(5) {
-        let new: Vec<String> = c.lab.double_calls(i)[before[i].len()..].to_vec();
+        let new: Vec<String> = c.lab().double_calls(i)[before[i].len()..].to_vec();
         if i == 0 {
             assert!(
                 new.iter().all(|l| l.starts_with("kubectl get") || l.starts_with("systemctl is-active")),
@@ -180,15 +121,14 @@ fn rke2_install_limited_to_a_new_worker_changes_only_that_worker() {
 }
 
 /// Installs RKE2 on the whole lab cluster (the state the later procedures start from).
-fn installed() -> Cluster {
-    let c = Cluster::start();
-    let (code, ev) = c.run_json(&["rke2-install"]);
-    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+fn installed() -> Site {
+    let c = Site::cop_cluster();
+    c.run_json(&["rke2-install"], 0);
     c
 }
 
-fn node_state(c: &Cluster, node: &str, what: &str) -> String {
-    std::fs::read_to_string(c.lab.root.join("cluster/nodes").join(node).join(what))
+fn node_state(c: &Site, node: &str, what: &str) -> String {
+    std::fs::read_to_string(c.lab().root.join("cluster/nodes").join(node).join(what))
         .unwrap_or_default()
         .trim()
         .to_string()
@@ -206,18 +146,9 @@ fn steps_run(ev: &[Value]) -> Vec<(String, String)> {
 fn rolling_restart_goes_node_by_node_and_keeps_an_admin_cordon() {
     let c = installed();
     // An administrator cordoned worker-2 before the maintenance.
-    std::fs::write(c.lab.root.join("cluster/nodes/cop-worker-2/unschedulable"), "true\n").unwrap();
-    let (code, ev) = c.run_json(&[
-        "rolling-restart",
-        "-e",
-        "target_group=workers",
-        "-e",
-        "cordon_nodes=true",
-        "-e",
-        "drain_nodes=true",
-    ]);
-    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
-    let run = steps_run(&ev);
+    std::fs::write(c.lab().root.join("cluster/nodes/cop-worker-2/unschedulable"), "true\n").unwrap();
+    let args = ["rolling-restart", "-e", "target_group=workers", "-e", "cordon_nodes=true", "-e", "drain_nodes=true"];
+    let run = steps_run(&c.run_json(&args, 0).events());
     // One node at a time, each through the whole sequence.
     let mut order: Vec<String> = Vec::new();
     for (h, _) in &run {
@@ -231,7 +162,7 @@ fn rolling_restart_goes_node_by_node_and_keeps_an_admin_cordon() {
     assert_eq!(w1, ["cordon", "drain", "stop on a failed drain", "restart rke2", "wait until Ready", "uncordon"]);
     // kubectl ran on a server, in the manual's order; worker-2 was never uncordoned by copctl.
     let k: Vec<String> = c
-        .lab
+        .lab()
         .double_calls(0)
         .into_iter()
         .filter(|l| {
@@ -253,17 +184,16 @@ fn rolling_restart_goes_node_by_node_and_keeps_an_admin_cordon() {
     assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true", "an admin's cordon stays");
     assert_eq!(node_state(&c, "cop-worker-1", "unschedulable"), "false");
     // No server was restarted.
-    assert!(!(0..3).any(|i| c.lab.double_calls(i).iter().any(|l| l == "systemctl restart rke2-server")));
+    assert!(!(0..3).any(|i| c.lab().double_calls(i).iter().any(|l| l == "systemctl restart rke2-server")));
 }
 
 #[test]
 fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
     let c = installed();
-    let pods = c.lab.root.join("cluster/pods/cop-worker-2");
+    let pods = c.lab().root.join("cluster/pods/cop-worker-2");
     std::fs::create_dir_all(&pods).unwrap();
     std::fs::write(pods.join("standalone.bare"), "").unwrap();
-    let (code, ev) = c.run_json(&["rolling-restart", "-e", "target_group=workers", "-e", "drain_nodes=true"]);
-    assert_eq!(code, Some(2));
+    let ev = c.run_json(&["rolling-restart", "-e", "target_group=workers", "-e", "drain_nodes=true"], 2).events();
     let run = steps_run(&ev);
     assert!(run.iter().any(|(h, s)| h == "cop-worker-1" && s == "uncordon"));
     assert!(run.iter().any(|(h, s)| h == "cop-worker-2" && s == "uncordon after a failed drain"), "{run:?}");
@@ -276,41 +206,22 @@ fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
 
 #[test]
 fn node_add_then_node_remove() {
-    let c = Cluster::start();
-    let (code, ev) = c.run_json(&["system-setup", "system-dns", "rke2-install", "--limit", "!cop-worker-3"]);
-    assert_eq!(
-        code,
-        Some(0),
-        "{:?}",
-        ev.iter()
-            .filter(|e| e["status"] == "failed"
-                || e["event"] == "run_end"
-                || e["msg"].as_str().is_some_and(|m| m.contains("not run")))
-            .collect::<Vec<_>>()
-    );
-    let others: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab.double_calls(i)).collect();
-    let o = c.copctl(&["node", "add", "cop-worker-3"]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let c = Site::cop_cluster();
+    c.run_json(&["system-setup", "system-dns", "rke2-install", "--limit", "!cop-worker-3"], 0);
+    let others: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    c.test().args(["node", "add", "cop-worker-3"]).run();
     assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-worker-3 agent"));
     for i in (1..NAMES.len()).filter(|i| *i != 5) {
-        assert_eq!(c.lab.double_calls(i), others[i], "{} was touched by node add", NAMES[i].0);
+        assert_eq!(c.lab().double_calls(i), others[i], "{} was touched by node add", NAMES[i].0);
     }
     assert!(
-        std::fs::read_to_string(c.lab.path(5, "/etc/rancher/rke2/registries.yaml"))
+        std::fs::read_to_string(c.lab().path(5, "/etc/rancher/rke2/registries.yaml"))
             .unwrap()
             .contains("registry.cop.example.com:8443")
     );
 
     // Remove it again: the manual's order, from another server; the node is gone and RKE2 too.
-    let o = c.copctl(&["node", "remove", "cop-worker-3", "--yes", "--output", "json"]);
-    let ev: Vec<Value> = stdout(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{:?}",
-        stderr(&o),
-        ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>()
-    );
+    let ev = c.test().args(["node", "remove", "cop-worker-3", "--yes", "--output", "json"]).run().events();
     let steps: Vec<String> = steps_run(&ev).into_iter().map(|(_, s)| s).collect();
     assert_eq!(
         steps,
@@ -325,38 +236,36 @@ fn node_add_then_node_remove() {
             "uninstall rke2"
         ]
     );
-    assert!(!c.lab.root.join("cluster/nodes/cop-worker-3").exists());
-    let w3 = c.lab.double_calls(5);
+    assert!(!c.lab().root.join("cluster/nodes/cop-worker-3").exists());
+    let w3 = c.lab().double_calls(5);
     let tail: Vec<&String> = w3.iter().rev().take(3).collect();
     assert!(tail.iter().any(|l| *l == "rke2-uninstall.sh"), "{w3:?}");
     assert!(
         w3.iter().any(|l| l == "systemctl stop rke2-agent") && w3.iter().any(|l| l == "systemctl disable rke2-agent")
     );
-    assert!(c.lab.double_calls(0).iter().any(|l| l == "kubectl delete node cop-worker-3"));
+    assert!(c.lab().double_calls(0).iter().any(|l| l == "kubectl delete node cop-worker-3"));
 }
 
 #[test]
 fn removing_a_server_that_leaves_an_even_etcd_count_is_refused() {
     let c = installed();
-    let o = c.copctl(&["node", "remove", "cop-master-3", "--yes"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("leaves 2 etcd members"), "{}", stdout(&o));
-    assert!(c.lab.root.join("cluster/nodes/cop-master-3").exists(), "nothing was removed");
-    assert!(!c.lab.double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
+    let out = c.test().args(["node", "remove", "cop-master-3", "--yes"]).status(2).run().stdout;
+    assert!(out.contains("leaves 2 etcd members"), "{out}");
+    assert!(c.lab().root.join("cluster/nodes/cop-master-3").exists(), "nothing was removed");
+    assert!(!c.lab().double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
 }
 
 #[test]
 fn gpu_driver_and_operator_with_dra() {
     let c = installed();
     let gpu = NAMES.iter().position(|(n, _)| *n == "cop-gpu-1").unwrap();
-    let (code, ev) = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"]);
-    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
-    let calls = c.lab.double_calls(gpu);
+    c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"], 0);
+    let calls = c.lab().double_calls(gpu);
     assert!(calls.iter().any(|l| l.starts_with("apt-get install") && l.contains("linux-headers-")), "{calls:?}");
     assert!(calls.iter().any(|l| l == "nvidia-installer --silent --dkms"), "{calls:?}");
     assert!(!calls.iter().any(|l| l.starts_with("reboot")), "nouveau was not loaded: no reboot");
-    assert!(c.lab.path(gpu, "/etc/modprobe.d/blacklist-nouveau.conf").exists());
-    let helm: Vec<String> = c.lab.double_calls(0).into_iter().filter(|l| l.starts_with("helm upgrade")).collect();
+    assert!(c.lab().path(gpu, "/etc/modprobe.d/blacklist-nouveau.conf").exists());
+    let helm: Vec<String> = c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("helm upgrade")).collect();
     let op = helm.iter().find(|l| l.contains("gpu-operator nvidia/gpu-operator")).expect("GPU Operator installed");
     for want in [
         "driver.enabled=false",
@@ -368,16 +277,13 @@ fn gpu_driver_and_operator_with_dra() {
     assert!(helm.iter().any(|l| l.contains("dra-driver-nvidia-gpu")), "{helm:?}");
     assert_eq!(node_state(&c, "cop-gpu-1", "labels"), "nvidia.com/dra-kubelet-plugin=true");
     // Everything is in place: a re-run changes nothing (the driver is current, helm digests equal).
-    let (code, ev) = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"]);
-    assert_eq!(code, Some(0));
-    assert!(changed_by_host(&ev).values().all(|n| *n == 0), "{:?}", changed_by_host(&ev));
+    let ran = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
     // An older driver is left alone unless the upgrade is asked for; then drained and replaced.
-    std::fs::write(c.lab.path(gpu, "/var/lib/copctl-doubles/nvidia/version"), "550.54.15\n").unwrap();
-    let o = c.copctl(&["run", "gpu-install"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("rerun with -e gpu_driver_upgrade=true"), "{}", stdout(&o));
-    let (code, ev) = c.run_json(&["gpu-install", "-e", "gpu_driver_upgrade=true"]);
-    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
+    std::fs::write(c.lab().path(gpu, "/var/lib/copctl-doubles/nvidia/version"), "550.54.15\n").unwrap();
+    let out = c.test().args(["run", "gpu-install"]).status(2).run().stdout;
+    assert!(out.contains("rerun with -e gpu_driver_upgrade=true"), "{out}");
+    let ev = c.run_json(&["gpu-install", "-e", "gpu_driver_upgrade=true"], 0).events();
     let steps: Vec<String> = steps_run(&ev)
         .into_iter()
         .filter(|(_, s)| !s.starts_with("installed") && !s.starts_with("not older") && s != "decide")
@@ -398,7 +304,7 @@ fn gpu_driver_and_operator_with_dra() {
         ]
     );
     assert_eq!(
-        std::fs::read_to_string(c.lab.path(gpu, "/var/lib/copctl-doubles/nvidia/version")).unwrap().trim(),
+        std::fs::read_to_string(c.lab().path(gpu, "/var/lib/copctl-doubles/nvidia/version")).unwrap().trim(),
         "580.95.05"
     );
     assert_eq!(node_state(&c, "cop-gpu-1", "unschedulable"), "false");
@@ -406,18 +312,33 @@ fn gpu_driver_and_operator_with_dra() {
 
 #[test]
 fn dra_and_time_slicing_together_are_refused_before_anything_runs() {
-    let c = Cluster::start();
-    let o = c.copctl(&["run", "gpu-operator", "-e", "gpu_time_slicing_enabled=true"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("never both on the same GPUs"), "{}", stderr(&o));
+    let c = Site::cop_cluster();
+    c.test()
+        .args(["run", "gpu-operator", "-e", "gpu_time_slicing_enabled=true"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x playbooks/gpu-operator.yaml:3:1: env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)
+   ,-[playbooks/gpu-operator.yaml:3:1]
+ 2 | require:
+ 3 |   - that: not ((gpu_dra_enabled | default(true) | bool) and (gpu_time_slicing_enabled | default(false) | bool))
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                        `-- this requirement
+ 4 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
+   `----
+  help: gpu-operator requires: not ((gpu_dra_enabled | default(true) | bool) and (gpu_time_slicing_enabled | default(false) | bool)); fix the settings in env.yaml (or -e)
+
+"#,
+        )
+        .run();
     assert!(!c.path(".copctl").exists(), "nothing ran");
-    assert!(c.lab.double_calls(0).is_empty());
+    assert!(c.lab().double_calls(0).is_empty());
 }
 
 #[test]
 fn draining_a_gpu_node_with_work_stops_unless_confirmed_or_forced() {
     let c = installed();
-    let cl = c.lab.root.join("cluster");
+    let cl = c.lab().root.join("cluster");
     // cop-gpu-1 runs a training pod holding a ResourceClaim; each GPU node has one device, and
     // cop-gpu-2's is already allocated.
     std::fs::create_dir_all(cl.join("pods/cop-gpu-1")).unwrap();
@@ -427,50 +348,40 @@ fn draining_a_gpu_node_with_work_stops_unless_confirmed_or_forced() {
     std::fs::write(cl.join("resourceslices/cop-gpu-2"), "1").unwrap();
     std::fs::create_dir_all(cl.join("claims/cop-gpu-2")).unwrap();
     std::fs::write(cl.join("claims/cop-gpu-2/inference"), "").unwrap();
-    let drains = |c: &Cluster| c.lab.double_calls(0).iter().filter(|l| l.starts_with("kubectl drain cop-gpu")).count();
-    let restart = ["run", "rolling-restart", "-e", "target_group=gpu", "-e", "drain_nodes=true"];
+    let drains = |c: &Site| c.lab().double_calls(0).iter().filter(|l| l.starts_with("kubectl drain cop-gpu")).count();
+    let restart = || c.test().args(["run", "rolling-restart", "-e", "target_group=gpu", "-e", "drain_nodes=true"]);
 
     // Nowhere to go: refused, nothing drained.
-    let o = c.copctl(&[&restart[..], &["--output", "json"]].concat());
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stdout(&o).contains("holds GPU work (ml/train)") && stdout(&o).contains("0 free device(s)"),
-        "{}",
-        stdout(&o)
-    );
+    let out = restart().args(["--output", "json"]).status(2).run().stdout;
+    assert!(out.contains("holds GPU work (ml/train)") && out.contains("0 free device(s)"), "{out}");
     assert_eq!(drains(&c), 0);
     assert_eq!(node_state(&c, "cop-gpu-1", "unschedulable"), "false");
 
     // Room on cop-gpu-2: it stops to ask; --yes drains.
     std::fs::remove_file(cl.join("claims/cop-gpu-2/inference")).unwrap();
-    let o = c.copctl(&[&restart[..], &["--output", "json"]].concat());
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("re-run with --yes"), "{}", stdout(&o));
+    let out = restart().args(["--output", "json"]).status(2).run().stdout;
+    assert!(out.contains("re-run with --yes"), "{out}");
     assert_eq!(drains(&c), 0);
-    let o = c.copctl(&[&restart[..], &["--yes"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    restart().arg("--yes").run();
     assert_eq!(drains(&c), 2);
 
     // No room again: --force drains anyway.
     std::fs::create_dir_all(cl.join("pods/cop-gpu-1")).unwrap();
     std::fs::write(cl.join("pods/cop-gpu-1/ml_train.claim"), "").unwrap();
     std::fs::write(cl.join("claims/cop-gpu-2/inference"), "").unwrap();
-    let o = c.copctl(&[&restart[..], &["--force"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    restart().arg("--force").run();
     assert_eq!(drains(&c), 4);
 }
 
 #[test]
 fn node_add_of_a_gpu_node_follows_the_manuals_order() {
-    let c = Cluster::start();
+    let c = Site::cop_cluster();
     let all = ["system-setup", "system-dns", "gpu-preinstall", "gpu-install", "rke2-install", "gpu-operator"];
-    let (code, ev) = c.run_json(&[&all[..], &["--limit", "!cop-gpu-2"]].concat());
-    assert_eq!(code, Some(0), "{:?}", ev.iter().filter(|e| e["status"] == "failed").collect::<Vec<_>>());
-    let helm_before = c.lab.double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count();
-    let o = c.copctl(&["node", "add", "cop-gpu-2"]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    c.run_json(&[&all[..], &["--limit", "!cop-gpu-2"]].concat(), 0);
+    let helm_before = c.lab().double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count();
+    c.test().args(["node", "add", "cop-gpu-2"]).run();
     let g = NAMES.iter().position(|(n, _)| *n == "cop-gpu-2").unwrap();
-    let calls = c.lab.double_calls(g);
+    let calls = c.lab().double_calls(g);
     let at = |what: &str| {
         calls.iter().position(|l| l.starts_with(what)).unwrap_or_else(|| panic!("no `{what}` in {calls:?}"))
     };
@@ -483,25 +394,17 @@ fn node_add_of_a_gpu_node_follows_the_manuals_order() {
     assert!(cluster_file(&c, "joins").last().unwrap().starts_with("cop-gpu-2 agent"));
     // The operator is the cluster's (not re-installed for a node); the node is labelled and its
     // devices are published.
-    assert_eq!(c.lab.double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count(), helm_before);
+    assert_eq!(c.lab().double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count(), helm_before);
     assert_eq!(node_state(&c, "cop-gpu-2", "labels"), "nvidia.com/dra-kubelet-plugin=true");
-    assert!(c.lab.root.join("cluster/resourceslices/cop-gpu-2").exists());
+    assert!(c.lab().root.join("cluster/resourceslices/cop-gpu-2").exists());
 }
 
 #[test]
 fn a_node_that_never_becomes_ready_stops_the_rolling_restart() {
     let c = installed();
-    std::fs::write(c.lab.root.join("cluster/never-ready-cop-worker-1"), "").unwrap();
-    let (code, ev) = c.run_json(&[
-        "rolling-restart",
-        "-e",
-        "target_group=workers",
-        "-e",
-        "cordon_nodes=true",
-        "-e",
-        "ready_timeout=3",
-    ]);
-    assert_eq!(code, Some(2));
+    std::fs::write(c.lab().root.join("cluster/never-ready-cop-worker-1"), "").unwrap();
+    let args = ["rolling-restart", "-e", "target_group=workers", "-e", "cordon_nodes=true", "-e", "ready_timeout=3"];
+    let ev = c.run_json(&args, 2).events();
     let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
     assert_eq!(
         (failed["host"].as_str(), failed["step"].as_str()),
@@ -510,68 +413,35 @@ fn a_node_that_never_becomes_ready_stops_the_rolling_restart() {
     );
     let run = steps_run(&ev);
     assert!(!run.iter().any(|(h, _)| h != "cop-worker-1"), "a second node was touched: {run:?}");
-    let cordons: Vec<String> = c.lab.double_calls(0).into_iter().filter(|l| l.starts_with("kubectl cordon")).collect();
+    let cordons: Vec<String> =
+        c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("kubectl cordon")).collect();
     assert_eq!(cordons, ["kubectl cordon cop-worker-1"], "no second node cordoned");
-}
-
-/// Every process's command line on the cluster's hosts, sampled until `stop` is set.
-fn sample_argv(lab: &Lab, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::thread::JoinHandle<Vec<String>> {
-    let namespaces: Vec<PathBuf> =
-        (0..lab.hosts.len()).filter_map(|i| std::fs::read_link(format!("/proc/{}/ns/pid", lab.pid(i)?)).ok()).collect();
-    std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            for e in std::fs::read_dir("/proc").unwrap().flatten() {
-                let p = e.path();
-                if std::fs::read_link(p.join("ns/pid")).is_ok_and(|n| namespaces.contains(&n))
-                    && let Ok(c) = std::fs::read(p.join("cmdline"))
-                {
-                    seen.push(String::from_utf8_lossy(&c).replace('\0', " "));
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        seen
-    })
 }
 
 #[test]
 fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
-    let c = Cluster::start();
+    let c = Site::cop_cluster();
     // Known secret values: the registry password and an extra secret in env.yaml, a become
     // password in the inventory, and (below) the join token RKE2 makes.
     let registry_pw = "Reg1stry-Pw-5f2a9c";
     let ldap_pw = "Ldap-B1nd-7d41e0";
     let become_pw = "B3come-Pw-93ab12";
-    let env = std::fs::read_to_string(c.path("env.yaml"))
-        .unwrap()
-        .replace("registry_password: change-me", &format!("registry_password: {registry_pw}"))
-        .replace("ldap_bind_credential: change-me-too", &format!("ldap_bind_credential: {ldap_pw}"));
-    std::fs::write(c.path("env.yaml"), env).unwrap();
-    let mut inv = std::fs::read_to_string(c.path("inventory.ini")).unwrap();
-    inv.push_str(&format!("ansible_become=true\nansible_become_password={become_pw}\n"));
-    std::fs::write(c.path("inventory.ini"), inv).unwrap();
+    c.edit("env.yaml", |env| {
+        env.replace("registry_password: change-me", &format!("registry_password: {registry_pw}"))
+            .replace("ldap_bind_credential: change-me-too", &format!("ldap_bind_credential: {ldap_pw}"))
+    });
+    c.edit("inventory.ini", |inv| inv + &format!("ansible_become=true\nansible_become_password={become_pw}\n"));
 
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = sample_argv(&c.lab, stop.clone());
+    let sampler = ArgvSampler::start(c.lab());
     let flow = ["run", "system-setup", "system-dns", "rke2-install", "rke2-private-registry"];
-    let mut first: Vec<&str> = flow.to_vec();
-    first.extend(["-vvv", "--diff", "--log-file", "trace.log"]);
-    let o1 = c.copctl(&first);
+    let o1 = c.test().args(flow).args(["-vvv", "--diff", "--log-file", "trace.log"]).run();
     // A change of the password makes --diff show the registries.yaml change (masked).
-    let env = std::fs::read_to_string(c.path("env.yaml")).unwrap().replace(registry_pw, &format!("{registry_pw}-2"));
-    std::fs::write(c.path("env.yaml"), env).unwrap();
-    let o2 = c.copctl(&["run", "rke2-private-registry", "-vvv", "--diff"]);
-    let mut json: Vec<&str> = flow.to_vec();
-    json.extend(["--output", "json", "-vvv"]);
-    let o3 = c.copctl(&json);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let argv = sampler.join().unwrap();
-    for o in [&o1, &o2, &o3] {
-        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(o), stderr(o));
-    }
-    assert!(stdout(&o2).contains("registries.yaml"), "the diff run showed the change: {}", stdout(&o2));
-    let token = std::fs::read_to_string(c.lab.root.join("cluster/token")).unwrap().trim().to_string();
+    c.edit("env.yaml", |env| env.replace(registry_pw, &format!("{registry_pw}-2")));
+    let o2 = c.test().args(["run", "rke2-private-registry", "-vvv", "--diff"]).run();
+    let o3 = c.test().args(flow).args(["--output", "json", "-vvv"]).run();
+    let argv = sampler.finish();
+    assert!(o2.stdout.contains("registries.yaml"), "the diff run showed the change: {}", o2.stdout);
+    let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap().trim().to_string();
     assert!(token.len() > 20);
 
     // The secrets reached the hosts, in files only root can read ...
@@ -580,18 +450,21 @@ fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
     for (path, secret) in
         [("/etc/rancher/rke2/config.yaml", &token), ("/etc/rancher/rke2/registries.yaml", &format!("{registry_pw}-2"))]
     {
-        let p = c.lab.path(worker, path);
+        let p = c.lab().path(worker, path);
         assert!(std::fs::read_to_string(&p).unwrap().contains(secret.as_str()), "{path}");
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600, "{path}");
     }
-    assert_eq!(std::fs::metadata(c.lab.path(worker, "/etc/rancher/rke2")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(c.lab().path(worker, "/etc/rancher/rke2")).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
 
     // ... and nowhere else: output, trace log, JSON events, the run record, remote command lines.
     let secrets = [registry_pw, ldap_pw, become_pw, token.as_str()];
     let mut places: Vec<(String, String)> = vec![];
     for (k, o) in [("run 1", &o1), ("diff run", &o2), ("json run", &o3)] {
-        places.push((format!("{k} stdout"), stdout(o)));
-        places.push((format!("{k} stderr"), stderr(o)));
+        places.push((format!("{k} stdout"), o.stdout.clone()));
+        places.push((format!("{k} stderr"), o.stderr.clone()));
     }
     places.push(("trace.log".into(), std::fs::read_to_string(c.path("trace.log")).unwrap()));
     places.extend(files_under(&c.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));

@@ -1,271 +1,520 @@
 //! Bad input: each mistake exits 1 with a message that names the file and line (or the
-//! pattern) and says what to fix, before anything connects anywhere.
+//! pattern) and says what to fix, before anything connects anywhere. Every case pins the whole
+//! message, caret lines included.
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 
-/// A scratch site: inventory, env.yaml, playbooks/ and templates/ beside each other.
-struct Site {
-    dir: tempfile::TempDir,
-}
-
-impl Site {
-    fn new() -> Self {
-        let s = Site { dir: tempfile::tempdir().unwrap() };
-        s.write("inventory.ini", "[masters]\nm1\nm2\n[workers]\nw1\nw2\n");
-        s.write("env.yaml", "domain: example\n");
-        s
-    }
-
-    fn write(&self, name: &str, text: &str) -> &Self {
-        let p = self.dir.path().join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-        self
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Runs copctl, expects exit 1, returns stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let mut all = args.to_vec();
-        all.extend(["-i", "inventory.ini"]);
-        let o = copctl(Some(self.path()), &all);
-        assert_eq!(o.status.code(), Some(1), "expected exit 1 for {args:?}; stdout: {}", stdout(&o));
-        stderr(&o)
-    }
-}
-
-fn assert_has(text: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(text.contains(p), "missing {p:?} in:\n{text}");
-    }
-}
-
+const INVENTORY: &str = "[masters]\nm1\nm2\n[workers]\nw1\nw2\n";
 const PLAY: &str = "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n";
+
+/// The scratch site each case starts from: two masters, two workers, one setting.
+fn test() -> Test<'static> {
+    Test::new().inventory(INVENTORY).env("domain: example\n")
+}
+
+/// A site for cases that run copctl more than once.
+fn site() -> Site {
+    let s = Site::new();
+    s.write("inventory.ini", INVENTORY).write("env.yaml", "domain: example\n");
+    s
+}
 
 #[test]
 fn malformed_host_line() {
-    let s = Site::new();
-    s.write("inventory.ini", "[web]\nweb1\nweb2 port 22\n");
-    let e = s.fails(&["hosts", "all"]);
-    assert_has(&e, &["inventory.ini:3:6", "Expected key=value host variable assignment, got: port", "help:"]);
+    test()
+        .inventory("[web]\nweb1\nweb2 port 22\n")
+        .args(["hosts", "all"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:3:6: Expected key=value host variable assignment, got: port
+   ,-[inventory.ini:3:6]
+ 2 | web1
+ 3 | web2 port 22
+   :      ^^|^
+   :        `-- expected key=value
+   `----
+  help: host variables are written name=value after the host name; quote values with spaces
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn child_group_never_declared() {
-    let s = Site::new();
-    s.write("inventory.ini", "[web]\nw1\n[cluster:children]\nweb\ndatabase\n");
-    let e = s.fails(&["inventory", "list"]);
-    assert_has(
-        &e,
-        &["inventory.ini:5", "[cluster:children] includes undefined group 'database'", "declare [database]"],
-    );
+    test()
+        .inventory("[web]\nw1\n[cluster:children]\nweb\ndatabase\n")
+        .args(["inventory", "list"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:5:1: Section [cluster:children] includes undefined group 'database'
+   ,-[inventory.ini:5:1]
+ 4 | web
+ 5 | database
+   : ^^^^|^^^
+   :     `-- undefined group
+   `----
+  help: declare [database] (it may come later in the file), or fix the name
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn vars_for_unknown_group() {
-    let s = Site::new();
-    s.write("inventory.ini", "[web]\nw1\n\n[wbe:vars]\nx=1\n");
-    let e = s.fails(&["inventory", "list"]);
-    assert_has(&e, &["inventory.ini:4", "Section [wbe:vars] not valid for undefined group 'wbe'"]);
+    test()
+        .inventory("[web]\nw1\n\n[wbe:vars]\nx=1\n")
+        .args(["inventory", "list"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:4:1: Section [wbe:vars] not valid for undefined group 'wbe'
+   ,-[inventory.ini:4:1]
+ 3 | 
+ 4 | [wbe:vars]
+   : ^^^^^|^^^^
+   :      `-- undefined group
+ 5 | x=1
+   `----
+  help: declare the group with a [wbe] or [wbe:children] section, or fix the name
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn bad_host_ranges() {
-    let s = Site::new();
+    let s = site();
     s.write("inventory.ini", "[web]\nweb[01:9]\n");
-    assert_has(&s.fails(&["hosts", "all"]), &["inventory.ini:2", "bad host range", "equal length"]);
+    s.test().args(["hosts", "all"]).status(1).stdout("").stderr(r#"  x inventory.ini:2:1: bad host range: host range [01:9] must have begin and end of equal length when zero-padded (01 vs 9)
+   ,-[inventory.ini:2:1]
+ 1 | [web]
+ 2 | web[01:9]
+   : ^^^^|^^^^
+   :     `-- this range
+   `----
+  help: ranges are [01:20] (zero-padded: equal widths), [a:f], or [1:10:2]
+
+"#).run();
     s.write("inventory.ini", "[web]\nok\nweb[3]\n");
-    assert_has(&s.fails(&["hosts", "all"]), &["inventory.ini:3", "begin:end"]);
+    s.test()
+        .args(["hosts", "all"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:3:1: bad host range: host range [3] must be begin:end or begin:end:step
+   ,-[inventory.ini:3:1]
+ 2 | ok
+ 3 | web[3]
+   : ^^^|^^
+   :    `-- this range
+   `----
+  help: ranges are [01:20] (zero-padded: equal widths), [a:f], or [1:10:2]
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn vars_line_without_equals() {
-    let s = Site::new();
-    s.write("inventory.ini", "[web]\nw1\n[web:vars]\nansible_user root\n");
-    assert_has(&s.fails(&["inventory", "list"]), &["inventory.ini:4", "Expected key=value, got: ansible_user root"]);
+    test()
+        .inventory("[web]\nw1\n[web:vars]\nansible_user root\n")
+        .args(["inventory", "list"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:4:1: Expected key=value, got: ansible_user root
+   ,-[inventory.ini:4:1]
+ 3 | [web:vars]
+ 4 | ansible_user root
+   : ^^^^^^^^|^^^^^^^^
+   :         `-- not a key=value line
+   `----
+  help: lines in [web:vars] set one variable each: name=value
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn non_utf8_inventory() {
-    let s = Site::new();
-    std::fs::write(s.path().join("inventory.ini"), b"[web]\nw1\nh\xe9te\n").unwrap();
-    assert_has(&s.fails(&["hosts", "all"]), &["inventory.ini:3", "not valid UTF-8"]);
+    test()
+        .write("inventory.ini", b"[web]\nw1\nh\xe9te\n")
+        .args(["hosts", "all"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x inventory.ini:3: the file is not valid UTF-8
+  help: save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn undefined_template_variable_in_a_step() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: workers\n    steps:\n      - name: write\n        copy:\n          dest: /etc/x\n          content: \"{{ domian }}\"\n",
-    );
-    let e = s.fails(&["plan", "site"]);
-    assert_has(&e, &["site.yaml:8", "step 'write' on w1", "domian", "help:"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: workers\n    steps:\n      - name: write\n        copy:\n          dest: /etc/x\n          content: \"{{ domian }}\"\n",
+        )
+        .args(["plan", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:8:21: step 'write' on w1: `domian` is undefined
+   ,-[playbooks/site.yaml:8:21]
+ 7 |           dest: /etc/x
+ 8 |           content: "{{ domian }}"
+   :                     ^^^^^^|^^^^^
+   :                           `-- in this template
+   `----
+  help: define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value (or guard it with `is defined`)
+
+"#)
+        .run();
 }
 
 #[test]
 fn undefined_template_variable_in_a_template_file() {
-    let s = Site::new();
-    s.write("templates/app.conf.j2", "domain={{ domain }}\nregistry={{ registry_hots }}\n");
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: workers\n    steps:\n      - template: { src: app.conf.j2, dest: /etc/app.conf }\n",
-    );
-    let e = s.fails(&["plan", "site"]);
-    assert_has(&e, &["templates/app.conf.j2:2", "registry_hots", "for w1"]);
+    test()
+        .template("app.conf.j2", "domain={{ domain }}\nregistry={{ registry_hots }}\n")
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: workers\n    steps:\n      - template: { src: app.conf.j2, dest: /etc/app.conf }\n",
+        )
+        .args(["plan", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x templates/app.conf.j2:2:1: template for w1: `registry_hots` is undefined
+   ,-[templates/app.conf.j2:2:1]
+ 1 | domain={{ domain }}
+ 2 | registry={{ registry_hots }}
+   : ^^^^^^^^^^^^^^|^^^^^^^^^^^^^
+   :               `-- here
+   `----
+  help: define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value (or guard it with `is defined`)
+
+"#)
+        .run();
 }
 
 #[test]
 fn needs_cycle_names_the_cycle() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: a\n    hosts: masters\n    needs: [b]\n    steps: [{debug: {msg: x}}]\n  - name: b\n    hosts: workers\n    steps: [{debug: {msg: y}}]\n",
-    );
-    let e = s.fails(&["plan", "site"]);
-    assert_has(&e, &["site.yaml:", "cycle", "a → needs → b → needs → a"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: a\n    hosts: masters\n    needs: [b]\n    steps: [{debug: {msg: x}}]\n  - name: b\n    hosts: workers\n    steps: [{debug: {msg: y}}]\n",
+        )
+        .args(["plan", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:2:1: plays depend on each other in a cycle: a → needs → b → needs → a
+   ,-[playbooks/site.yaml:2:1]
+ 1 | plays:
+ 2 |   - name: a
+   : ^^^^^|^^^^^
+   :      `-- part of the cycle
+ 3 |     hosts: masters
+   `----
+  help: remove one of these `needs` (a play without `needs` follows the previous play)
+
+"#)
+        .run();
 }
 
 #[test]
 fn unknown_step_field() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        regster: out\n",
-    );
-    let e = s.fails(&["validate", "site"]);
-    assert_has(&e, &["site.yaml:7", "unknown field", "regster"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        regster: out\n",
+        )
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:7:9: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, timeout, become, vars, loop, creates, removes, unless, chdir, stdin, environment, command, shell, copy, template, file, line, block, service, package, slurp, fetch, wait_for, reboot, authorized_key, kube, helm, assert, debug, set_fact
+   ,-[playbooks/site.yaml:7:9]
+ 6 |         command: [true]
+ 7 |         regster: out
+   :         ^^^^^^|^^^^^
+   :               `-- here
+   `----
+  help: check the spelling against the playbook format in README.md
+
+"#)
+        .run();
 }
 
 #[test]
 fn step_with_two_actions() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        shell: echo\n",
-    );
-    assert_has(&s.fails(&["validate", "site"]), &["site.yaml:5", "2 actions: command, shell"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        shell: echo\n",
+        )
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:5:9: this step has 2 actions: command, shell
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - name: s
+   :         ^^^|^^^
+   :            `-- one action per step
+ 6 |         command: [true]
+   `----
+  help: a step has exactly one of: command, shell, copy, template, file, line, block, service, package, slurp, fetch, wait_for, reboot, authorized_key, kube, helm, assert, debug, set_fact
+
+"#)
+        .run();
 }
 
 #[test]
 fn yaml_syntax_error_in_env() {
-    let s = Site::new();
+    let s = site();
     s.write("env.yaml", "domain: example\nregistry:\n\tport: 8443\n");
-    assert_has(&s.fails(&["plan", "x"]), &["env.yaml:3", "tabs"]);
+    s.test()
+        .args(["plan", "x"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x env.yaml:3:2: tabs disallowed within this context (block indentation)
+   ,-[env.yaml:3:2]
+ 2 | registry:
+ 3 |     port: 8443
+   :     ^^^^^|^^^^
+   :          `-- here
+   `----
+  help: YAML does not allow tabs for indentation: use spaces
+
+"#,
+        )
+        .run();
     s.write("env.yaml", "domain: example\ndomain: other\n");
-    assert_has(&s.fails(&["plan", "x"]), &["env.yaml:2", "duplicate"]);
+    s.test()
+        .args(["plan", "x"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x env.yaml:2:1: duplicate mapping key: domain, set DuplicateKeyPolicy in Options if acceptable
+   ,-[env.yaml:2:1]
+ 1 | domain: example
+ 2 | domain: other
+   : ^^^^^^|^^^^^^
+   :       `-- here
+   `----
+  help: each key may appear once in a mapping: remove or rename one
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn yes_is_not_a_boolean() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: all\n    steps:\n      - service: { name: chronyd, enabled: yes }\n",
-    );
-    assert_has(&s.fails(&["validate", "site"]), &["site.yaml:5", "true or false"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - service: { name: chronyd, enabled: yes }\n",
+        )
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x playbooks/site.yaml:5:44: invalid boolean (strict mode expects true/false)
+   ,-[playbooks/site.yaml:5:44]
+ 4 |     steps:
+ 5 |       - service: { name: chronyd, enabled: yes }
+   :                                            ^^|^^
+   :                                              `-- here
+   `----
+  help: write true or false (YAML 1.2: yes/no/on/off are strings)
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn limit_that_matches_nothing() {
-    let s = Site::new();
-    s.write("playbooks/site.yaml", PLAY);
-    let e = s.fails(&["plan", "site", "--limit", "wokers"]);
-    assert_has(&e, &["--limit 'wokers' matches no host", "did you mean: workers"]);
+    test()
+        .playbook("site", PLAY)
+        .args(["plan", "site", "--limit", "wokers"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x --limit 'wokers' matches no host in inventory.ini
+  help: did you mean: workers?
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn unknown_playbook_suggests_a_name() {
-    let s = Site::new();
-    assert_has(&s.fails(&["plan", "rke2-instal"]), &["no playbook named 'rke2-instal'", "rke2-install"]);
+    test()
+        .args(["plan", "rke2-instal"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x no playbook named 'rke2-instal'
+  help: did you mean rke2-install, rke2-post-install?
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn notify_of_a_missing_handler() {
-    let s = Site::new();
-    s.write(
-        "playbooks/site.yaml",
-        "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        notify: restart rke3\nhandlers:\n  - name: restart rke2\n    command: [true]\n",
-    );
-    assert_has(&s.fails(&["validate", "site"]), &["site.yaml:5", "notifies 'restart rke3'"]);
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n        notify: restart rke3\nhandlers:\n  - name: restart rke2\n    command: [true]\n",
+        )
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:5:9: step 's' notifies 'restart rke3', which is not a handler
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - name: s
+   :         ^^^|^^^
+   :            `-- unknown handler
+ 6 |         command: [true]
+   `----
+  help: add it under `handlers:` or fix the name
+
+"#)
+        .run();
 }
 
 #[test]
 fn extra_vars_without_value() {
-    let s = Site::new();
-    s.write("playbooks/site.yaml", PLAY);
-    assert_has(&s.fails(&["plan", "site", "-e", "flag"]), &["expected key=value"]);
+    test()
+        .playbook("site", PLAY)
+        .args(["plan", "site", "-e", "flag"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x -e flag: expected key=value, got 'flag'
+  help: use -e name=value, -e '{"name": value}' or -e @file.yaml
+
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn modes_are_octal_quoted_or_not_and_anything_else_is_refused() {
     // Ansible's pitfall (an unquoted `mode: 644` is decimal 644) cannot happen: copctl reads the
     // mode's text as octal either way. What is not octal is refused at its line.
-    let s = Site::new();
+    let s = site();
     let pb = |mode: &str| {
         format!(
             "plays:\n  - name: p\n    hosts: all\n    steps:\n      - file: {{ path: /etc/x, state: directory, mode: {mode} }}\n"
         )
     };
     for ok in ["0755", "755", "\"0755\"", "'0o755'"] {
-        s.write("playbooks/site.yaml", &pb(ok));
-        let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
-        assert_eq!(o.status.code(), Some(0), "mode: {ok}: {}", stderr(&o));
+        s.write("playbooks/site.yaml", pb(ok));
+        s.test().args(["validate", "site"]).run();
     }
-    for bad in ["0999", "u=rwx", "75a"] {
-        s.write("playbooks/site.yaml", &pb(bad));
-        assert_has(&s.fails(&["validate", "site"]), &["site.yaml:5", "not an octal mode", "help:"]);
+    for (bad, message) in [
+        (
+            "0999",
+            r#"  x playbooks/site.yaml:5:9: mode '0999' is not an octal mode; quote it in YAML: mode: "0644"
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - file: { path: /etc/x, state: directory, mode: 0999 }
+   :         ^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                   `-- in this step
+   `----
+  help: write the mode as octal digits, e.g. mode: "0644" (symbolic modes like u=rw are not supported)
+
+"#,
+        ),
+        (
+            "u=rwx",
+            r#"  x playbooks/site.yaml:5:9: mode 'u=rwx' is not an octal mode; quote it in YAML: mode: "0644"
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - file: { path: /etc/x, state: directory, mode: u=rwx }
+   :         ^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                   `-- in this step
+   `----
+  help: write the mode as octal digits, e.g. mode: "0644" (symbolic modes like u=rw are not supported)
+
+"#,
+        ),
+        (
+            "75a",
+            r#"  x playbooks/site.yaml:5:9: mode '75a' is not an octal mode; quote it in YAML: mode: "0644"
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - file: { path: /etc/x, state: directory, mode: 75a }
+   :         ^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                  `-- in this step
+   `----
+  help: write the mode as octal digits, e.g. mode: "0644" (symbolic modes like u=rw are not supported)
+
+"#,
+        ),
+    ] {
+        s.write("playbooks/site.yaml", pb(bad));
+        s.test().args(["validate", "site"]).status(1).stdout("").stderr(message).run();
     }
 }
 
 #[test]
 fn a_host_in_two_groups_with_conflicting_vars_is_warned_about() {
-    let s = Site::new();
-    s.write("inventory.ini", "[gpu]\nn1\n[workers]\nn1\nn2\n[gpu:vars]\nmtu=9000\n[workers:vars]\nmtu=1500\n");
-    s.write("playbooks/site.yaml", PLAY);
-    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
-    assert_eq!(o.status.code(), Some(0), "a warning, not an error (Ansible accepts it)");
-    assert_has(
-        &stderr(&o),
-        &[
-            "warning: mtu differs between groups gpu (inventory.ini:1) and workers (inventory.ini:3)",
-            "workers wins for n1",
-            "ansible_group_priority",
-        ],
-    );
-    assert!(!stderr(&o).contains("n2"), "n2 is only in one of them: {}", stderr(&o));
+    // A warning, not an error (Ansible accepts it).
+    let s = site();
+    s.write("inventory.ini", "[gpu]\nn1\n[workers]\nn1\nn2\n[gpu:vars]\nmtu=9000\n[workers:vars]\nmtu=1500\n")
+        .write("playbooks/site.yaml", PLAY);
+    s.test().args(["validate", "site"]).stderr(r#"warning: mtu differs between groups gpu (inventory.ini:1) and workers (inventory.ini:3), which are of equal depth and priority: workers wins for n1 (Ansible takes the later name); set ansible_group_priority, or set mtu on the host, to say which should win
+"#).run();
     // Saying which should win silences it.
     s.write(
         "inventory.ini",
         "[gpu]\nn1\n[workers]\nn1\nn2\n[gpu:vars]\nmtu=9000\nansible_group_priority=2\n[workers:vars]\nmtu=1500\n",
     );
-    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
-    assert!(!stderr(&o).contains("differs"), "{}", stderr(&o));
+    s.test().args(["validate", "site"]).stderr("").run();
 }
 
 #[test]
 fn a_ten_megabyte_env_yaml_loads_and_its_errors_keep_their_line() {
-    let s = Site::new();
+    let s = site();
     let mut env = String::from("domain: example\n");
     let mut n = 1;
     while env.len() < 10 << 20 {
         n += 1;
         env.push_str(&format!("setting_{n}: {{ name: value-{n}, list: [1, 2, 3], text: \"some words for {n}\" }}\n"));
     }
-    s.write("env.yaml", &env);
-    s.write("playbooks/site.yaml", PLAY);
+    s.write("env.yaml", &env).write("playbooks/site.yaml", PLAY);
     let t = std::time::Instant::now();
-    let o = copctl(Some(s.path()), &["validate", "site", "-i", "inventory.ini"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    s.test().args(["validate", "site"]).run();
     assert!(t.elapsed() < std::time::Duration::from_secs(30), "10 MB took {:?}", t.elapsed());
     env.push_str("broken: [unclosed\n");
     s.write("env.yaml", &env);
-    assert_has(&s.fails(&["validate", "site"]), &[&format!("env.yaml:{}", n + 1)]);
+    let (line, w, p) = (n + 1, (n + 1).to_string().len(), " ".repeat((n + 1).to_string().len() + 2));
+    let setting = format!("setting_{n}: {{ name: value-{n}, list: [1, 2, 3], text: \"some words for {n}\" }}");
+    s.test()
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(&format!(
+            "  x env.yaml:{line}:9: unclosed bracket '['\n{p},-[env.yaml:{line}:9]\n {n:>w$} | {setting}\n \
+             {line:>w$} | broken: [unclosed\n{p}:         ^^^^|^^^^\n{p}:             `-- here\n{p}`----\n\n"
+        ))
+        .run();
 }

@@ -8,14 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 use common::*;
 use serde_json::Value;
 
+/// The tasks of `copctl plan ARGS --format json` in the repository's site.
 fn plan_json(args: &[&str]) -> Vec<Value> {
-    let mut all = vec!["plan"];
-    all.extend(args);
-    all.extend(["--format", "json"]);
-    let o = copctl(None, &all);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    v["tasks"].as_array().unwrap().clone()
+    let ran = Test::repo().arg("plan").args(args).args(["--format", "json"]).run();
+    ran.json()["tasks"].as_array().unwrap().clone()
 }
 
 /// Every task a task waits for, directly or not.
@@ -105,33 +101,57 @@ fn handlers_follow_their_hosts_steps() {
 
 #[test]
 fn plan_text_and_dot_render() {
-    let o = copctl(None, &["plan", "rke2-install", "--limit", "cop-worker-3"]);
-    let text = stdout(&o);
-    assert!(text.contains("outside --limit, read-only: cop-master-1"), "{text}");
-    assert!(
-        text.contains("hosts that may change: cop-worker-3\n")
-            || text.ends_with("hosts that may change: cop-worker-3\n"),
-        "{text}"
-    );
-    let o = copctl(None, &["plan", "rke2-install", "--format", "dot"]);
-    let dot = stdout(&o);
+    // The limit's boundary: what is read outside it, and the one host that may change.
+    Test::repo()
+        .args(["plan", "rke2-install", "--limit", "cop-worker-3"])
+        .stderr("")
+        .stdout(
+            r#"limit: cop-worker-3
+playbook rke2-install — Install RKE2 air-gapped and join the nodes (first server, then servers one at a time, then agents in batches of 50)
+  play first-server (hosts: masters[0])
+    outside --limit, read-only: cop-master-1
+        - [shell] rke2 running before this run  (read-only)
+        - [shell] never downgrade  (read-only)
+        - [wait_for] wait for the join token  (read-only)
+        - [slurp] read the join token  (read-only)
+  play other-servers (hosts: masters[1:]; serial: 1; needs: first-server)
+    (no hosts)
+  play agents (hosts: workers:gpu; serial: 50; needs: first-server)
+    batch 1/1
+      cop-worker-3
+        - [shell] rke2 running before this run  (read-only)
+        - [file] staging directory
+        - [copy] artifacts from the bastion
+        - [shell] artifact checksums
+        - [shell] never downgrade  (read-only)
+        - [file] config directory
+        - [template] rke2 config
+        - [shell] install rke2
+        - [service] start rke2
+        - [wait_for] wait for the join token  (read-only)
+        - [slurp] read the join token  (read-only)
+        - [kube] wait until Ready  (read-only, on cop-master-1)
+        - [service] restart rke2 (handler)
+17 tasks; hosts that may change: cop-worker-3
+"#,
+        )
+        .run();
+    let dot = Test::repo().args(["plan", "rke2-install", "--format", "dot"]).stderr("").run().stdout;
     assert!(dot.starts_with("digraph plan {") && dot.contains("->"), "{dot}");
 }
 
 #[test]
 fn serial_batches_percent_and_list_with_run_once() {
-    let dir = tempfile::tempdir().unwrap();
     let hosts: String = (1..=10).map(|i| format!("n{i:02}\n")).collect();
-    std::fs::write(dir.path().join("inventory.ini"), format!("[nodes]\n{hosts}")).unwrap();
-    std::fs::create_dir(dir.path().join("playbooks")).unwrap();
-    std::fs::write(
-        dir.path().join("playbooks/roll.yaml"),
-        "plays:\n  - name: roll\n    hosts: nodes\n    serial: [1, \"30%\"]\n    steps:\n      - name: announce\n        debug: { msg: hi }\n        run_once: true\n      - name: work\n        command: [true]\n",
-    )
-    .unwrap();
-    let o = copctl(Some(dir.path()), &["plan", "roll", "-i", "inventory.ini", "--format", "json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = Test::new()
+        .inventory(&format!("[nodes]\n{hosts}"))
+        .playbook(
+            "roll",
+            "plays:\n  - name: roll\n    hosts: nodes\n    serial: [1, \"30%\"]\n    steps:\n      - name: announce\n        debug: { msg: hi }\n        run_once: true\n      - name: work\n        command: [true]\n",
+        )
+        .args(["plan", "roll", "--format", "json"])
+        .run()
+        .json();
     let tasks = v["tasks"].as_array().unwrap();
     let mut batches: Vec<Vec<&str>> = vec![];
     for t in tasks.iter().filter(|t| t["step"] == "work") {
@@ -166,30 +186,65 @@ fn limit_from_a_file_like_last_failed() {
 
 #[test]
 fn validate_checks_every_shipped_playbook() {
-    let o = copctl(None, &["validate"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
-    assert!(out.lines().last().unwrap_or("").starts_with("ok: 9 host(s)"), "{out}");
     // A playbook that needs -e (node-remove's node) says so instead of failing the check.
-    assert!(out.contains("note: node-remove not planned") && out.contains("`node` is undefined"), "{out}");
+    Test::repo()
+        .arg("validate")
+        .stderr("")
+        .stdout(
+            r#"note: node-remove not planned: playbooks/node-remove.yaml:8:1: play 'remove': hosts: `node` is undefined
+ok: 9 host(s), 7 group(s), 10 playbook(s), 481 planned task(s); nothing was run
+"#,
+        )
+        .run();
 }
 
 #[test]
 fn secrets_print_masked() {
-    let o = copctl(None, &["inventory", "host", "cop-worker-3"]);
-    assert!(o.status.success());
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("inventory.ini"),
-        "[n]\nh1 registry_password=s3cr3t-pw api_token=tok-123 user=admin\n",
-    )
-    .unwrap();
-    let o = copctl(Some(dir.path()), &["inventory", "host", "h1", "-i", "inventory.ini"]);
-    let text = stdout(&o);
-    assert!(!text.contains("s3cr3t-pw") && !text.contains("tok-123"), "{text}");
-    assert!(text.contains("\"registry_password\": \"********\"") && text.contains("\"user\": \"admin\""), "{text}");
-    let o = copctl(Some(dir.path()), &["inventory", "list", "-i", "inventory.ini"]);
-    assert!(!stdout(&o).contains("s3cr3t-pw"));
+    Test::repo().args(["inventory", "host", "cop-worker-3"]).run();
+    let site = Site::new();
+    site.write("inventory.ini", "[n]\nh1 registry_password=s3cr3t-pw api_token=tok-123 user=admin\n");
+    site.test()
+        .args(["inventory", "host", "h1"])
+        .stderr("")
+        .stdout(
+            r#"{
+    "api_token": "********",
+    "registry_password": "********",
+    "user": "admin"
+}
+"#,
+        )
+        .run();
+    site.test()
+        .args(["inventory", "list"])
+        .stderr("")
+        .stdout(
+            r#"{
+    "_meta": {
+        "hostvars": {
+            "h1": {
+                "api_token": "********",
+                "registry_password": "********",
+                "user": "admin"
+            }
+        },
+        "profile": "inventory_legacy"
+    },
+    "all": {
+        "children": [
+            "ungrouped",
+            "n"
+        ]
+    },
+    "n": {
+        "hosts": [
+            "h1"
+        ]
+    }
+}
+"#,
+        )
+        .run();
 }
 
 #[test]

@@ -2,81 +2,30 @@
 //! handlers, failures, serial batches, the DAG (no lock-step), interruption and secrets.
 
 mod common;
-mod lab;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lab::{Lab, LabOptions};
 use serde_json::Value;
 
-/// A copy of tests/fixtures/site with the lab's inventory, run from its own directory.
-struct Site<'a> {
-    lab: &'a Lab,
-    dir: tempfile::TempDir,
+/// tests/fixtures/site on `n` lab hosts, with the doubles its playbooks call.
+fn site(n: usize) -> Site {
+    let s = Site::hosts(n);
+    s.fixture("site").lab().install_doubles(&["systemctl", "apt-get", "dpkg-query"]);
+    s
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-impl<'a> Site<'a> {
-    fn new(lab: &'a Lab) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(&fixture("site"), dir.path());
-        std::fs::create_dir(dir.path().join("home")).unwrap();
-        lab.write_inventory(&dir.path().join("inventory.ini"), "");
-        lab.install_doubles(&["systemctl", "apt-get", "dpkg-query"]);
-        Site { lab, dir }
-    }
-
-    fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        site_command(self.dir.path(), &self.lab.known_hosts, args)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    /// Runs with `--output json` and returns the events.
-    fn run_json(&self, args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
-        let mut a = args.to_vec();
-        a.extend(["--output", "json"]);
-        let o = self.run(&a);
-        let events = stdout(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        (o.status.code(), events, stderr(&o))
-    }
-}
-
-fn recap(events: &[Value]) -> serde_json::Map<String, Value> {
-    events.iter().find(|e| e["event"] == "run_end").expect("run_end event")["recap"].as_object().unwrap().clone()
-}
-
-fn total(events: &[Value], field: &str) -> u64 {
-    recap(events).values().map(|r| r[field].as_u64().unwrap()).sum()
+fn total(ran: &Ran, field: &str) -> u64 {
+    ran.recap().values().map(|r| r[field].as_u64().unwrap()).sum()
 }
 
 #[test]
 fn every_step_kind_converges_and_a_rerun_changes_nothing() {
-    let lab = Lab::start(10, LabOptions::default());
-    let site = Site::new(&lab);
-    let (code, ev, err) = site.run_json(&["run", "all-kinds"]);
-    assert_eq!(code, Some(0), "{err}\n{ev:?}");
-    let r = recap(&ev);
+    let site = site(10);
+    let lab = site.lab();
+    let r = site.run_json(&["all-kinds"], 0).recap();
     assert_eq!(r.len(), 10);
     for (h, c) in &r {
         assert_eq!(c["failed"], 0, "{h}: {c}");
@@ -100,9 +49,9 @@ fn every_step_kind_converges_and_a_rerun_changes_nothing() {
     assert!(calls.iter().any(|c| c.starts_with("apt-get install") && c.ends_with("copctl-demo-tool")), "{calls:?}");
 
     // Second run: nothing changes anywhere, and the handler does not fire.
-    let (code, ev, err) = site.run_json(&["run", "all-kinds"]);
-    assert_eq!(code, Some(0), "{err}");
-    for (h, c) in recap(&ev) {
+    let ran = site.run_json(&["all-kinds"], 0);
+    let ev = ran.events();
+    for (h, c) in ran.recap() {
         assert_eq!(c["changed"], 0, "{h} changed on the re-run: {c}");
     }
     let changed: Vec<String> = ev
@@ -113,16 +62,15 @@ fn every_step_kind_converges_and_a_rerun_changes_nothing() {
     assert!(changed.is_empty(), "{changed:?}");
     assert_eq!(lab.double_calls(2).iter().filter(|c| *c == "systemctl restart app").count(), 1);
     // The human output says so.
-    let o = site.run(&["run", "all-kinds"]);
-    assert!(stdout(&o).contains("ok: nothing changed"), "{}", stdout(&o));
+    let out = site.test().args(["run", "all-kinds"]).run().stdout;
+    assert!(out.contains("ok: nothing changed"), "{out}");
 }
 
 #[test]
 fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_changes_but_not_private_files() {
-    let lab = Lab::start(2, LabOptions::default());
-    let site = Site::new(&lab);
-    let (code, ev, err) = site.run_json(&["run", "all-kinds", "--check"]);
-    assert_eq!(code, Some(0), "{err}\n{ev:?}");
+    let site = site(2);
+    let lab = site.lab();
+    let ev = site.run_json(&["all-kinds", "--check"], 0).events();
     let would: Vec<String> = ev
         .iter()
         .filter(|e| e["event"] == "task_end" && e["host"] == "lab-1" && e["status"] == "changed")
@@ -134,8 +82,7 @@ fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_changes_but_no
     assert!(!lab.path(0, "/opt/app").exists(), "check mode changed the host");
     assert!(!lab.double_calls(0).iter().any(|c| c.starts_with("systemctl start") || c.starts_with("apt-get")));
     // A real run makes the changes check mode announced.
-    let (code, ev, _) = site.run_json(&["run", "all-kinds"]);
-    assert_eq!(code, Some(0));
+    let ev = site.run_json(&["all-kinds"], 0).events();
     let made: Vec<String> = ev
         .iter()
         .filter(|e| e["event"] == "task_end" && e["host"] == "lab-1" && e["status"] == "changed")
@@ -146,13 +93,10 @@ fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_changes_but_no
     }
     // Change a setting: --diff names the template's file but, as it is 0600 (it holds the admin
     // password), shows no line of it; a world-readable file's diff is shown in full.
-    let env = std::fs::read_to_string(site.path("env.yaml"))
-        .unwrap()
-        .replace("app_port: 8080", "app_port: 9090")
-        .replace("domain: cop.example.com", "domain: cop2.example.com");
-    std::fs::write(site.path("env.yaml"), env).unwrap();
-    let o = site.run(&["run", "all-kinds", "--diff", "--limit", "lab-1"]);
-    let out = stdout(&o);
+    site.edit("env.yaml", |env| {
+        env.replace("app_port: 8080", "app_port: 9090").replace("domain: cop.example.com", "domain: cop2.example.com")
+    });
+    let out = site.test().args(["run", "all-kinds", "--diff", "--limit", "lab-1"]).run().stdout;
     assert!(out.contains("/opt/app/app.conf: changed; content not shown (mode 0600"), "{out}");
     assert!(!out.contains("listen = "), "{out}");
     assert!(out.contains("-127.0.0.1 app.cop.example.com") && out.contains("+127.0.0.1 app.cop2.example.com"), "{out}");
@@ -161,11 +105,9 @@ fn check_mode_reports_changes_and_changes_nothing_then_diff_shows_changes_but_no
 
 #[test]
 fn a_failing_host_does_not_stop_the_others_and_last_failed_retries_it() {
-    let lab = Lab::start(4, LabOptions::default());
-    let site = Site::new(&lab);
-    let (code, ev, _) = site.run_json(&["run", "one-fails"]);
-    assert_eq!(code, Some(2));
-    let r = recap(&ev);
+    let site = site(4);
+    let lab = site.lab();
+    let r = site.run_json(&["one-fails"], 2).recap();
     assert_eq!(r["lab-2"]["failed"], 1);
     for h in ["lab-1", "lab-3", "lab-4"] {
         assert_eq!(r[h]["failed"], 0);
@@ -176,24 +118,23 @@ fn a_failing_host_does_not_stop_the_others_and_last_failed_retries_it() {
         );
     }
     assert!(!lab.path(1, "/var/tmp/after").exists(), "the failed host's later steps must not run");
-    assert_eq!(std::fs::read_to_string(site.path(".copctl/last-failed")).unwrap(), "lab-2\n");
-    // The retry touches only that host.
-    let (_, ev, _) = site.run_json(&["run", "one-fails", "--limit", "@.copctl/last-failed"]);
+    assert_eq!(site.read(".copctl/last-failed"), "lab-2\n");
+    // The retry touches only that host (and it fails again).
+    let ev = site.run_json(&["one-fails", "--limit", "@.copctl/last-failed"], 2).events();
     let hosts: std::collections::BTreeSet<String> =
         ev.iter().filter(|e| e["event"] == "task_start").map(|e| e["host"].as_str().unwrap().to_string()).collect();
     assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["lab-2"]);
     // The run is listed.
-    let o = site.run(&["runs"]);
-    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
-    assert!(stdout(&o).lines().next().unwrap().contains("exit 2"), "{}", stdout(&o));
+    let runs = site.test().arg("runs").run().stdout;
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+    assert!(runs.lines().next().unwrap().contains("exit 2"), "{runs}");
 }
 
 #[test]
 fn serial_one_keeps_hosts_apart_and_max_fail_stops_the_batches() {
-    let lab = Lab::start(4, LabOptions::default());
-    let site = Site::new(&lab);
-    let (code, ev, err) = site.run_json(&["run", "serial"]);
-    assert_eq!(code, Some(0), "{err}");
+    let site = site(4);
+    let lab = site.lab();
+    let ev = site.run_json(&["serial"], 0).events();
     // From the run record: no two hosts inside the play at once.
     let mut spans: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for e in &ev {
@@ -220,8 +161,7 @@ fn serial_one_keeps_hosts_apart_and_max_fail_stops_the_batches() {
     }
     // max_fail 0: the second host fails, the remaining batches do not run.
     lab.sh(1, "touch /etc/fail-here");
-    let (code, ev, _) = site.run_json(&["run", "serial"]);
-    assert_eq!(code, Some(2));
+    let ev = site.run_json(&["serial"], 2).events();
     let started: Vec<&str> = ev
         .iter()
         .filter(|e| e["event"] == "task_start" && e["step"] == "enter")
@@ -232,10 +172,8 @@ fn serial_one_keeps_hosts_apart_and_max_fail_stops_the_batches() {
 
 #[test]
 fn a_slow_host_does_not_hold_back_the_others() {
-    let lab = Lab::start(3, LabOptions::default());
-    let site = Site::new(&lab);
-    let (code, ev, _) = site.run_json(&["run", "slow"]);
-    assert_eq!(code, Some(0));
+    let site = site(3);
+    let ev = site.run_json(&["slow"], 0).events();
     let end_of = |h: &str, s: &str| {
         ev.iter().find(|e| e["event"] == "task_end" && e["host"] == h && e["step"] == s).unwrap()["ts"]
             .as_u64()
@@ -249,9 +187,9 @@ fn a_slow_host_does_not_hold_back_the_others() {
 
 #[test]
 fn sigint_mid_run_exits_130_with_recap_and_no_half_written_file() {
-    let lab = Lab::start(3, LabOptions::default());
-    let site = Site::new(&lab);
-    let child = site.cmd(&["run", "long"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let site = site(3);
+    let lab = site.lab();
+    let running = site.test().args(["run", "long"]).status(130).spawn();
     // Interrupt while the hosts are in the slow step.
     let t = Instant::now();
     loop {
@@ -262,12 +200,14 @@ fn sigint_mid_run_exits_130_with_recap_and_no_half_written_file() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("RECAP") && stdout(&o).contains("interrupted"), "{}", stdout(&o));
-    let lf = std::fs::read_to_string(site.path(".copctl/last-failed")).unwrap();
-    assert_eq!(lf, "lab-1\nlab-2\nlab-3\n", "hosts with work left are listed for the retry");
+    unsafe { libc::kill(running.id() as i32, libc::SIGINT) };
+    let out = running.wait().stdout;
+    assert!(out.contains("RECAP") && out.contains("interrupted"), "{out}");
+    assert_eq!(
+        site.read(".copctl/last-failed"),
+        "lab-1\nlab-2\nlab-3\n",
+        "hosts with work left are listed for the retry"
+    );
     for i in 0..3 {
         assert_eq!(std::fs::metadata(lab.path(i, "/var/tmp/big.txt")).unwrap().len(), 2_000_000, "whole file or none");
         assert!(!lab.path(i, "/var/tmp/done.txt").exists(), "no new task starts after the interrupt");
@@ -279,52 +219,26 @@ fn sigint_mid_run_exits_130_with_recap_and_no_half_written_file() {
         assert!(tmp.is_empty());
     }
     // The next run converges.
-    let (code, ev, _) = site.run_json(&["run", "long", "--limit", "@.copctl/last-failed"]);
-    assert_eq!(code, Some(0));
-    assert_eq!(total(&ev, "failed"), 0);
+    let ran = site.run_json(&["long", "--limit", "@.copctl/last-failed"], 0);
+    assert_eq!(total(&ran, "failed"), 0);
 }
 
 #[test]
 fn secrets_never_leave_in_output_record_or_remote_argv() {
-    let lab = Lab::start(2, LabOptions::default());
-    let site = Site::new(&lab);
+    let site = site(2);
+    let lab = site.lab();
     // Sample every process's argv on the hosts while the run goes.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let pids: Vec<i32> = (0..2).map(|i| lab.pid(i).unwrap()).collect();
-    let sampler = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                for pid in &pids {
-                    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
-                    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-                        let p = e.path();
-                        if std::fs::read_link(p.join("ns/pid")).ok() == ns
-                            && let Ok(c) = std::fs::read(p.join("cmdline"))
-                        {
-                            seen.push(String::from_utf8_lossy(&c).replace('\0', " "));
-                        }
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            seen
-        })
-    };
-    let o = site.run(&["run", "all-kinds", "-v", "--diff"]);
-    let (code2, ev, _) = site.run_json(&["run", "all-kinds"]);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let argv = sampler.join().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert_eq!(code2, Some(0));
+    let sampler = ArgvSampler::start(lab);
+    let o = site.test().args(["run", "all-kinds", "-v", "--diff"]).run();
+    let ev = site.run_json(&["all-kinds"], 0).events();
+    let argv = sampler.finish();
     let secret = "s3cr3t-Adm1n-pw";
     // It did reach the host, in a file of mode 0600 ...
     assert!(std::fs::read_to_string(lab.path(0, "/opt/app/app.conf")).unwrap().contains(secret));
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(lab.path(0, "/opt/app/app.conf")).unwrap().permissions().mode() & 0o777, 0o600);
     // ... and nowhere else.
-    assert!(!stdout(&o).contains(secret) && !stderr(&o).contains(secret));
+    assert!(!o.stdout.contains(secret) && !o.stderr.contains(secret));
     assert!(!ev.iter().any(|e| e.to_string().contains(secret)));
     assert!(argv.len() > 10, "the sampler saw processes");
     assert!(!argv.iter().any(|a| a.contains(secret)), "a secret was on a command line");
@@ -335,13 +249,12 @@ fn secrets_never_leave_in_output_record_or_remote_argv() {
 
 #[test]
 fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() {
-    let lab = Lab::start(4, LabOptions::default());
-    let site = Site::new(&lab);
-    assert_eq!(site.run_json(&["run", "join", "--limit", "lab-1,lab-2"]).0, Some(0));
+    let site = site(4);
+    let lab = site.lab();
+    site.run_json(&["join", "--limit", "lab-1,lab-2"], 0);
     // Only lab-4 now: lab-1 is read (the token), nothing else changes.
     let before: Vec<Vec<String>> = (0..4).map(|i| lab.double_calls(i)).collect();
-    let (code, ev, err) = site.run_json(&["run", "join", "--limit", "lab-4"]);
-    assert_eq!(code, Some(0), "{err}");
+    let ev = site.run_json(&["join", "--limit", "lab-4"], 0).events();
     assert_eq!(std::fs::read_to_string(lab.path(3, "/var/tmp/join.conf")).unwrap(), "token: K10-token-of-lab-1\n");
     assert!(!lab.path(2, "/var/tmp/join.conf").exists(), "lab-3 is outside the limit");
     let touched: Vec<(String, String)> = ev
@@ -359,24 +272,25 @@ fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() 
 
 #[test]
 fn reboot_waits_for_a_new_boot_id_and_carries_on() {
-    let mut lab = Lab::start(1, LabOptions::default());
-    let site = Site::new(&lab);
-    lab.install_doubles(&["reboot"]);
-    let boot_before = std::fs::read_to_string(lab.path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
-    let mut child = site.cmd(&["run", "reboot", "--output", "json"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut site = site(1);
+    site.lab().install_doubles(&["reboot"]);
+    let boot_before = std::fs::read_to_string(site.lab().path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
+    // A bare command, not a Test: the host is restarted (`&mut` lab) while copctl runs.
+    let mut child = site.command(["run", "reboot", "--output", "json"]).stdout(Stdio::piped()).spawn().unwrap();
     // The "machine" comes back after it went down.
     let t = Instant::now();
-    while !lab.is_down(0) {
+    while !site.lab_mut().is_down(0) {
         assert!(t.elapsed() < Duration::from_secs(30), "the host never rebooted");
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    lab.restart(0);
+    site.lab_mut().restart(0);
     let status = child.wait().unwrap();
     let mut out = String::new();
     use std::io::Read;
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert_eq!(status.code(), Some(0), "{out}");
+    let lab = site.lab();
     let after = std::fs::read_to_string(lab.path(0, "/var/tmp/after")).unwrap();
     assert_ne!(after.trim(), format!("after-{}", boot_before.trim()), "the step after the reboot ran on the new boot");
     assert!(lab.double_calls(0).iter().any(|c| c.starts_with("reboot")));
@@ -386,12 +300,11 @@ fn reboot_waits_for_a_new_boot_id_and_carries_on() {
 
 #[test]
 fn a_full_filesystem_fails_the_step_and_keeps_the_old_file() {
-    let lab = Lab::start(1, LabOptions::default());
-    let site = Site::new(&lab);
+    let site = site(1);
+    let lab = site.lab();
     // A 1 MiB filesystem on the host's /var/tmp with the old file already in it.
     lab.sh(0, "mount -t tmpfs -o size=1m tmpfs /var/tmp && echo old > /var/tmp/big.txt");
-    let (code, ev, _) = site.run_json(&["run", "long"]);
-    assert_eq!(code, Some(2));
+    let ev = site.run_json(&["long"], 2).events();
     let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
     assert_eq!(failed["step"], "big file");
     assert!(failed["msg"].as_str().unwrap().contains("No space left"), "{failed}");

@@ -1,9 +1,43 @@
-//! Helpers shared by the integration tests: the copctl binary, the repository, and the peers
-//! (ansible-core) installed by scripts/peers-setup.sh.
+//! Helpers shared by the integration tests. New tests use the builder: a `Test` writes a scratch
+//! site (or borrows a `Site`, optionally on lab hosts), runs copctl in it, and checks the exit
+//! status (0 unless told) and the WHOLE stdout / stderr, exactly or after `normalize` (times,
+//! run ids, scratch paths, lab addresses masked — the one place that knows them):
+//!
+//! ```ignore
+//! Test::new()
+//!     .inventory("[workers]\nw1\n")
+//!     .playbook("site", "plays:\n  - name: p\n    hosts: all\n    steps: [{debug: {msg: hi}}]\n")
+//!     .args(["plan", "site", "--limit", "wokers"])
+//!     .status(1)
+//!     .stderr("  x --limit 'wokers' matches no host in inventory.ini\n  help: did you mean: workers?\n")
+//!     .run();
+//! ```
+//!
+//! Several runs on one site (lab hosts, a cluster): `let site = Site::hosts(3); site.fixture("site");
+//! let ran = site.test().args(["run", "x", "--output", "json"]).run();` then `ran.recap()`,
+//! `ran.events()`, `site.lab().path(0, "/etc/x")`. Error tests pin the whole message (caret lines
+//! included), never a fragment.
+//!
+//! Also here: the copctl binary and the repository, and the peers (ansible-core) installed by
+//! scripts/peers-setup.sh.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+mod argv_sampler;
+#[path = "../lab/mod.rs"]
+pub mod lab;
+mod site;
+mod test;
+
+// Each test binary uses a part of these.
+#[allow(unused_imports)]
+pub use argv_sampler::ArgvSampler;
+#[allow(unused_imports)]
+pub use site::Site;
+#[allow(unused_imports)]
+pub use test::{Ran, Running, Test, normalize};
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
