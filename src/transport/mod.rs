@@ -150,6 +150,17 @@ fn with_become(spec: &HostSpec, command: &str, stdin: Option<&[u8]>) -> (String,
     }
 }
 
+/// Random hex digits: a tag no script prints by chance (shell output markers, temp file names).
+fn random_hex() -> String {
+    let mut b = [0u8; 12];
+    if getrandom::fill(&mut b).is_err() {
+        // No entropy source: the time and pid still make a tag no script prints by chance.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return format!("{:x}{:x}", t.as_nanos(), std::process::id());
+    }
+    hex::encode(b)
+}
+
 /// A connection with the host's spec (for become).
 #[derive(Debug, Clone)]
 pub struct HostConnection {

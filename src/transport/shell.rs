@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
-use super::ExecOutput;
+use super::{ExecOutput, random_hex};
 
 pub struct Shell {
     ch: russh::Channel<Msg>,
@@ -26,17 +26,6 @@ pub struct Shell {
 /// Why a shell could not run a script: the channel is gone (the shell is discarded).
 #[derive(Debug)]
 pub struct ShellLost(pub String);
-
-pub(super) fn random_hex() -> String {
-    let mut b = [0u8; 12];
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        // No entropy source: the time and pid still make a tag no script prints by chance.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        return format!("{:x}{:x}", t.as_nanos(), std::process::id());
-    }
-    hex::encode(b)
-}
 
 /// Where the output before a marker line ends: `buf` ends with `\n<tag><rest>\n`; returns the
 /// index of that first newline and `<rest>`.

@@ -696,7 +696,7 @@ pub fn small_put_script(dest: &str, content: &str, mode: u32, owner: Option<&str
          if printf %s {content} > \"$t\" && chmod {mode:o} \"$t\"{chown} && mv -f \"$t\" {dest}; then exit 0; fi; \
          rm -f \"$t\"; exit 92",
         dir = q(&parent_dir(dest)),
-        rand = super::shell::random_hex(),
+        rand = super::random_hex(),
         content = q(content),
         dest = q(dest),
     )
