@@ -4,7 +4,6 @@
 
 pub mod known_hosts;
 mod local;
-mod shell;
 pub mod spec;
 pub mod ssh;
 
