@@ -1,6 +1,8 @@
-//! Talking to hosts: the `Transport` trait and its two implementations, `ssh` (russh) and
-//! `local` (`ansible_connection=local`), plus the per-run pool that opens one connection per
-//! host, lazily and concurrently (bounded by `--forks`). Knows nothing of playbooks.
+//! Talking to hosts: `HostConnection` over the two kinds of connection, `ssh` (russh) and
+//! `local` (`ansible_connection=local`), wrapping commands for become, plus the per-run pool that
+//! opens one connection per host, lazily and concurrently (bounded by `--forks`). Knows nothing
+//! of playbooks. An enum, not a trait: the kinds are a closed set the inventory picks, every caller
+//! holds a `HostConnection`, and the two differ (SSH alone has SFTP `lstat`, owners, stdin streams).
 
 pub mod known_hosts;
 mod local;
@@ -113,19 +115,6 @@ pub struct ExecRequest<'a> {
     pub timeout: Duration,
 }
 
-/// What every connection can do.
-pub trait Transport: Send + Sync {
-    fn exec(&self, req: ExecRequest<'_>) -> impl Future<Output = Result<ExecOutput, TransportError>> + Send;
-    /// Writes `dest` atomically with `mode`; returns the content's sha256.
-    fn put(
-        &self,
-        source: PutSource,
-        dest: &str,
-        mode: u32,
-    ) -> impl Future<Output = Result<String, TransportError>> + Send;
-    fn get(&self, path: &str) -> impl Future<Output = Result<Vec<u8>, TransportError>> + Send;
-}
-
 #[derive(Debug, Clone)]
 pub enum Connection {
     Ssh(Arc<SshConnection>),
@@ -181,8 +170,8 @@ impl HostConnection {
     }
 }
 
-impl Transport for HostConnection {
-    async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
+impl HostConnection {
+    pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
         let (command, stdin) = with_become(&self.spec, req.command, req.stdin);
         match &self.conn {
             Connection::Ssh(c) => {
@@ -193,14 +182,15 @@ impl Transport for HostConnection {
         }
     }
 
-    async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
+    /// Writes `dest` atomically with `mode`; returns the content's sha256.
+    pub async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
         match &self.conn {
             Connection::Ssh(c) => c.put(source, dest, mode, None, Duration::from_secs(3600)).await,
             Connection::Local(c) => c.put(source, dest, mode).await,
         }
     }
 
-    async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+    pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
         match &self.conn {
             Connection::Ssh(c) => c.get(path).await,
             Connection::Local(c) => c.get(path).await,
