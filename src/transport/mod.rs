@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, OnceCell, Semaphore};
+use tokio::task::{JoinError, JoinSet};
 
 pub use known_hosts::{HostKeyPolicy, KnownHosts};
 pub use local::LocalConnection;
@@ -209,6 +210,8 @@ pub struct Pool {
     specs: HashMap<String, Arc<HostSpec>>,
     conns: Mutex<HashMap<String, Arc<ConnectionSlot>>>,
     connecting: Semaphore,
+    /// Releases still closing their host's connection; `close` waits for them.
+    releasing: std::sync::Mutex<JoinSet<()>>,
 }
 
 impl Pool {
@@ -218,6 +221,7 @@ impl Pool {
             specs: specs.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect(),
             conns: Mutex::new(HashMap::new()),
             connecting: Semaphore::new(forks.max(1)),
+            releasing: std::sync::Mutex::new(JoinSet::new()),
         }
     }
 
@@ -256,8 +260,8 @@ impl Pool {
         self.get(host).await
     }
 
-    /// Closes every open connection.
-    /// Closes the host's connection (it has nothing left to do); a later use reconnects.
+    /// Forgets the host's connection (it has nothing left to do), closing an open SSH connection;
+    /// a later use opens a new one.
     pub async fn release(&self, host: &str) {
         let slot = self.conns.lock().await.remove(host);
         if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = slot.as_ref().and_then(|c| c.get()) {
@@ -265,12 +269,38 @@ impl Pool {
         }
     }
 
+    /// `release` on a task of its own, so the caller need not wait for the disconnect; `close`
+    /// waits for it.
+    pub fn spawn_release(self: &Arc<Self>, host: &str) {
+        let (pool, host) = (self.clone(), host.to_string());
+        let mut releasing = self.releasing.lock().unwrap_or_else(|e| e.into_inner());
+        // Reap the finished ones: a long run keeps only the releases in flight.
+        while let Some(r) = releasing.try_join_next() {
+            resume_panic(r);
+        }
+        releasing.spawn(async move { pool.release(&host).await });
+    }
+
+    /// Waits for the releases in flight, then closes every connection still open.
     pub async fn close(&self) {
+        let mut releasing = std::mem::take(&mut *self.releasing.lock().unwrap_or_else(|e| e.into_inner()));
+        while let Some(r) = releasing.join_next().await {
+            resume_panic(r);
+        }
         let conns: Vec<_> = self.conns.lock().await.values().cloned().collect();
         for c in conns {
             if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = c.get() {
                 s.close().await;
             }
         }
+    }
+}
+
+/// A release task's panic goes on in the pool's owner instead of vanishing with the task.
+fn resume_panic(r: Result<(), JoinError>) {
+    if let Err(e) = r
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
     }
 }
