@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::site::Site;
-use crate::transport::{ExecRequest, Pool, Transport, TransportError};
+use crate::transport::{ExecRequest, Pool, TransportError};
 use crate::vars::secret::Redactor;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]

@@ -203,8 +203,7 @@ impl Engine {
         {
             *left -= 1;
             if *left == 0 {
-                let (pool, h) = (self.pool.clone(), h.clone());
-                tokio::spawn(async move { pool.release(&h).await });
+                self.pool.spawn_release(h);
             }
         }
         let was_blocked = self.blocked.contains_key(&n);

@@ -9,7 +9,7 @@ use super::transfer::{private_diff, stat, unified_diff};
 use super::{Outcome, StepCtx, parse_mode, transport_outcome};
 use crate::playbook::step::{AuthorizedKeyArgs, BlockArgs, LineArgs, Presence};
 use crate::template::shell_quote;
-use crate::transport::{PutSource, Transport};
+use crate::transport::PutSource;
 
 /// Reads the file (None when absent) and its mode.
 async fn read(cx: &StepCtx<'_>, path: &str) -> Result<Option<(String, u32)>, Outcome> {

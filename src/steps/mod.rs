@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::playbook::Action;
 use crate::template::Templates;
-use crate::transport::{ExecOutput, ExecRequest, HostConnection, Pool, Transport, TransportError};
+use crate::transport::{ExecOutput, ExecRequest, HostConnection, Pool, TransportError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use super::{Outcome, StepCtx, parse_mode, transport_outcome};
 use crate::playbook::step::{CopyArgs, FetchArgs, SlurpArgs, TemplateArgs};
 use crate::template::shell_quote;
-use crate::transport::{PutSource, Transport};
+use crate::transport::PutSource;
 
 /// What a path is on the host.
 #[derive(Debug, Clone, PartialEq)]

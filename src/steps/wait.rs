@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{Outcome, StepCtx};
 use crate::playbook::step::{RebootArgs, WaitForArgs};
 use crate::template::shell_quote;
-use crate::transport::{ExecRequest, Transport};
+use crate::transport::ExecRequest;
 
 pub async fn wait_for(cx: &StepCtx<'_>, a: &WaitForArgs) -> Outcome {
     let (timeout, interval) =

@@ -1,10 +1,11 @@
-//! Talking to hosts: the `Transport` trait and its two implementations, `ssh` (russh) and
-//! `local` (`ansible_connection=local`), plus the per-run pool that opens one connection per
-//! host, lazily and concurrently (bounded by `--forks`). Knows nothing of playbooks.
+//! Talking to hosts: `HostConnection` over the two kinds of connection, `ssh` (russh) and
+//! `local` (`ansible_connection=local`), wrapping commands for become, plus the per-run pool that
+//! opens one connection per host, lazily and concurrently (bounded by `--forks`). Knows nothing
+//! of playbooks. An enum, not a trait: the kinds are a closed set the inventory picks, every caller
+//! holds a `HostConnection`, and the two differ (SSH alone has SFTP `lstat`, owners, stdin streams).
 
 pub mod known_hosts;
 mod local;
-mod shell;
 pub mod spec;
 pub mod ssh;
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, OnceCell, Semaphore};
+use tokio::task::{JoinError, JoinSet};
 
 pub use known_hosts::{HostKeyPolicy, KnownHosts};
 pub use local::LocalConnection;
@@ -114,19 +116,6 @@ pub struct ExecRequest<'a> {
     pub timeout: Duration,
 }
 
-/// What every connection can do.
-pub trait Transport: Send + Sync {
-    fn exec(&self, req: ExecRequest<'_>) -> impl Future<Output = Result<ExecOutput, TransportError>> + Send;
-    /// Writes `dest` atomically with `mode`; returns the content's sha256.
-    fn put(
-        &self,
-        source: PutSource,
-        dest: &str,
-        mode: u32,
-    ) -> impl Future<Output = Result<String, TransportError>> + Send;
-    fn get(&self, path: &str) -> impl Future<Output = Result<Vec<u8>, TransportError>> + Send;
-}
-
 #[derive(Debug, Clone)]
 pub enum Connection {
     Ssh(Arc<SshConnection>),
@@ -150,6 +139,17 @@ fn with_become(spec: &HostSpec, command: &str, stdin: Option<&[u8]>) -> (String,
     }
 }
 
+/// Random hex digits: a tag no script prints by chance (shell output markers, temp file names).
+fn random_hex() -> String {
+    let mut b = [0u8; 12];
+    if getrandom::fill(&mut b).is_err() {
+        // No entropy source: the time and pid still make a tag no script prints by chance.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        return format!("{:x}{:x}", t.as_nanos(), std::process::id());
+    }
+    hex::encode(b)
+}
+
 /// A connection with the host's spec (for become).
 #[derive(Debug, Clone)]
 pub struct HostConnection {
@@ -171,8 +171,8 @@ impl HostConnection {
     }
 }
 
-impl Transport for HostConnection {
-    async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
+impl HostConnection {
+    pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
         let (command, stdin) = with_become(&self.spec, req.command, req.stdin);
         match &self.conn {
             Connection::Ssh(c) => {
@@ -183,14 +183,15 @@ impl Transport for HostConnection {
         }
     }
 
-    async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
+    /// Writes `dest` atomically with `mode`; returns the content's sha256.
+    pub async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
         match &self.conn {
             Connection::Ssh(c) => c.put(source, dest, mode, None, Duration::from_secs(3600)).await,
             Connection::Local(c) => c.put(source, dest, mode).await,
         }
     }
 
-    async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+    pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
         match &self.conn {
             Connection::Ssh(c) => c.get(path).await,
             Connection::Local(c) => c.get(path).await,
@@ -209,6 +210,8 @@ pub struct Pool {
     specs: HashMap<String, Arc<HostSpec>>,
     conns: Mutex<HashMap<String, Arc<ConnectionSlot>>>,
     connecting: Semaphore,
+    /// Releases still closing their host's connection; `close` waits for them.
+    releasing: std::sync::Mutex<JoinSet<()>>,
 }
 
 impl Pool {
@@ -218,6 +221,7 @@ impl Pool {
             specs: specs.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect(),
             conns: Mutex::new(HashMap::new()),
             connecting: Semaphore::new(forks.max(1)),
+            releasing: std::sync::Mutex::new(JoinSet::new()),
         }
     }
 
@@ -256,8 +260,8 @@ impl Pool {
         self.get(host).await
     }
 
-    /// Closes every open connection.
-    /// Closes the host's connection (it has nothing left to do); a later use reconnects.
+    /// Forgets the host's connection (it has nothing left to do), closing an open SSH connection;
+    /// a later use opens a new one.
     pub async fn release(&self, host: &str) {
         let slot = self.conns.lock().await.remove(host);
         if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = slot.as_ref().and_then(|c| c.get()) {
@@ -265,12 +269,38 @@ impl Pool {
         }
     }
 
+    /// `release` on a task of its own, so the caller need not wait for the disconnect; `close`
+    /// waits for it.
+    pub fn spawn_release(self: &Arc<Self>, host: &str) {
+        let (pool, host) = (self.clone(), host.to_string());
+        let mut releasing = self.releasing.lock().unwrap_or_else(|e| e.into_inner());
+        // Reap the finished ones: a long run keeps only the releases in flight.
+        while let Some(r) = releasing.try_join_next() {
+            resume_panic(r);
+        }
+        releasing.spawn(async move { pool.release(&host).await });
+    }
+
+    /// Waits for the releases in flight, then closes every connection still open.
     pub async fn close(&self) {
+        let mut releasing = std::mem::take(&mut *self.releasing.lock().unwrap_or_else(|e| e.into_inner()));
+        while let Some(r) = releasing.join_next().await {
+            resume_panic(r);
+        }
         let conns: Vec<_> = self.conns.lock().await.values().cloned().collect();
         for c in conns {
             if let Some(Ok(HostConnection { conn: Connection::Ssh(s), .. })) = c.get() {
                 s.close().await;
             }
         }
+    }
+}
+
+/// A release task's panic goes on in the pool's owner instead of vanishing with the task.
+fn resume_panic(r: Result<(), JoinError>) {
+    if let Err(e) = r
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
     }
 }

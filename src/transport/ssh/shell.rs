@@ -3,15 +3,17 @@
 //! a script in the running shell costs one fork. Each script runs as `( eval 'SCRIPT' )` with
 //! stdin from /dev/null, so `exit`, `cd`, `set -e` and syntax errors stay inside it; a line with a
 //! per-shell random tag after its stdout and its stderr marks where its output ends. Scripts that
-//! need stdin (uploads, a sudo password) use their own session instead.
+//! need stdin (uploads, a sudo password) use their own session instead. `Shells` keeps a
+//! connection's idle shells.
+
+use std::sync::{Arc, Mutex};
 
 use russh::ChannelMsg;
-use russh::client::Msg;
-use std::sync::Arc;
+use russh::client::{Handle, Msg};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit};
-
-use super::ExecOutput;
+use super::login::Handler;
+use crate::transport::{ExecOutput, random_hex};
 
 pub struct Shell {
     ch: russh::Channel<Msg>,
@@ -27,17 +29,6 @@ pub struct Shell {
 #[derive(Debug)]
 pub struct ShellLost(pub String);
 
-pub(super) fn random_hex() -> String {
-    let mut b = [0u8; 12];
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        // No entropy source: the time and pid still make a tag no script prints by chance.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        return format!("{:x}{:x}", t.as_nanos(), std::process::id());
-    }
-    hex::encode(b)
-}
-
 /// Where the output before a marker line ends: `buf` ends with `\n<tag><rest>\n`; returns the
 /// index of that first newline and `<rest>`.
 fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
@@ -50,7 +41,7 @@ fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
 impl Shell {
     /// Opens a shell holding `permit` (a channel) and `slot` (the connection's count of shells).
     pub async fn open(
-        handle: &russh::client::Handle<super::ssh::Handler>,
+        handle: &Handle<Handler>,
         permit: OwnedSemaphorePermit,
         slot: OwnedSemaphorePermit,
         gone: Arc<Notify>,
@@ -117,6 +108,44 @@ impl Drop for Shell {
         drop(self.permit.take());
         drop(self.slot.take());
         self.gone.notify_one();
+    }
+}
+
+/// A connection's shells: the idle ones, and at most `max` open in all.
+pub struct Shells {
+    idle: Mutex<Vec<Shell>>,
+    slots: Arc<Semaphore>,
+    /// Told when a shell goes back to `idle` or away (its slot freed).
+    free: Arc<Notify>,
+}
+
+impl Shells {
+    pub fn new(max: usize) -> Self {
+        Shells { idle: Mutex::new(Vec::new()), slots: Arc::new(Semaphore::new(max)), free: Arc::new(Notify::new()) }
+    }
+
+    /// An idle shell, a new one (on a channel from `channels`) while fewer than `max` exist, or
+    /// the next one given back.
+    pub async fn take(&self, handle: &Handle<Handler>, channels: &Arc<Semaphore>) -> Result<Shell, ShellLost> {
+        loop {
+            let freed = self.free.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(s) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+                return Ok(s);
+            }
+            if let Ok(slot) = self.slots.clone().try_acquire_owned() {
+                let permit = channels.clone().acquire_owned().await.map_err(|e| ShellLost(e.to_string()))?;
+                return Shell::open(handle, permit, slot, self.free.clone()).await;
+            }
+            freed.await;
+        }
+    }
+
+    /// Keeps a shell that ran its script for the next one.
+    pub fn give_back(&self, shell: Shell) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(shell);
+        self.free.notify_one();
     }
 }
 

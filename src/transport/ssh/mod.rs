@@ -1,0 +1,251 @@
+//! The SSH transport (russh), one connection per host for the whole run, split by phase:
+//! `login` (keys, host keys, authentication, jump hosts), `shell` (long-lived `/bin/sh`s for
+//! scripts without stdin), `upload` (the length/bytes/sha256/rename protocol). This file is the
+//! connection that ties them: at most 8 channels at a time (stock sshd allows 10 sessions),
+//! sessions for commands with stdin, SFTP for reads, every channel closed explicitly.
+
+mod login;
+mod shell;
+mod upload;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use russh::client::Handle;
+use russh::{ChannelMsg, Disconnect};
+use tokio::io::AsyncRead;
+use tokio::sync::{OnceCell, Semaphore};
+
+use super::spec::HostSpec;
+use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
+use crate::vars::secret::Secret;
+use login::Handler;
+pub use login::{KeyStore, SshOptions};
+use shell::Shells;
+use upload::Upload;
+pub use upload::{put_script, small_put_script};
+
+/// Channels open at once on one connection.
+pub const MAX_CHANNELS: usize = 8;
+/// Shells kept open per connection: half the channels, so uploads and SFTP always find one.
+const MAX_SHELLS: usize = 4;
+
+/// A live connection (and the jump-host connections it rides on).
+pub struct SshConnection {
+    pub name: String,
+    handle: Handle<Handler>,
+    _jumps: Vec<Handle<Handler>>,
+    channels: Arc<Semaphore>,
+    /// The SFTP session, with the channel permit it holds for the connection's life.
+    sftp: OnceCell<(russh_sftp::client::SftpSession, tokio::sync::OwnedSemaphorePermit)>,
+    /// Shells for scripts without stdin (see `shell`).
+    shells: Shells,
+}
+
+impl std::fmt::Debug for SshConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshConnection").field("name", &self.name).finish()
+    }
+}
+
+impl SshConnection {
+    /// Connects (through the jump hosts, if any) and authenticates, retrying transient failures
+    /// with exponential backoff.
+    pub async fn connect(
+        spec: &HostSpec,
+        opts: &SshOptions,
+        password: Option<&Secret>,
+    ) -> Result<Self, TransportError> {
+        let login::Login { handle, jumps } = login::login(spec, opts, password).await?;
+        Ok(SshConnection {
+            name: spec.name.clone(),
+            handle,
+            _jumps: jumps,
+            channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
+            sftp: OnceCell::new(),
+            shells: Shells::new(MAX_SHELLS),
+        })
+    }
+
+    fn lost(&self, e: impl std::fmt::Display) -> TransportError {
+        TransportError::Unreachable {
+            host: self.name.clone(),
+            reason: format!("connection lost: {e}"),
+            transient: false,
+        }
+    }
+
+    /// Runs `command`, feeding `stdin`, collecting output until exit. Without stdin it runs in
+    /// one of the connection's shells (`/bin/sh`); with stdin in a session of its own (by the
+    /// login shell).
+    pub async fn exec(
+        &self,
+        command: &str,
+        stdin: StdinSource<'_>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, TransportError> {
+        // Sizes and statuses only: scripts carry rendered values (secrets among them).
+        tracing::trace!(host = %self.name, bytes = command.len(), "exec");
+        if matches!(stdin, StdinSource::None) {
+            // The script never appears on a command line (it travels on the shell's stdin).
+            let run = async {
+                let mut shell = self.shells.take(&self.handle, &self.channels).await.map_err(|e| self.lost(e.0))?;
+                match shell.run(command).await {
+                    Ok(out) => {
+                        self.shells.give_back(shell);
+                        Ok(out)
+                    }
+                    Err(e) => {
+                        shell.close().await;
+                        Err(self.lost(e.0))
+                    }
+                }
+            };
+            return match tokio::time::timeout(timeout, run).await {
+                Ok(r) => r,
+                Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
+            };
+        }
+        let _permit = self.channels.acquire().await.map_err(|e| self.lost(e))?;
+        let mut ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
+        let run = async {
+            ch.exec(true, command).await.map_err(|e| self.lost(e))?;
+            match stdin {
+                StdinSource::None => {}
+                StdinSource::Bytes(b) => {
+                    ch.data(b).await.map_err(|e| self.lost(e))?;
+                }
+                StdinSource::Hashed(r, digest) => {
+                    let hex = upload::send_hashed(&ch, r, |e| self.lost(e)).await?;
+                    *digest.lock().unwrap_or_else(|e| e.into_inner()) = hex;
+                }
+            }
+            ch.eof().await.map_err(|e| self.lost(e))?;
+            let mut out = ExecOutput::default();
+            let mut closed = false;
+            while let Some(msg) = ch.wait().await {
+                match msg {
+                    ChannelMsg::Data { data } => out.stdout.extend_from_slice(&data),
+                    ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.extend_from_slice(&data),
+                    ChannelMsg::ExitStatus { exit_status } => out.status = Some(exit_status),
+                    ChannelMsg::ExitSignal { signal_name, .. } => out.signal = Some(format!("{signal_name:?}")),
+                    ChannelMsg::Close => {
+                        closed = true;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if out.status.is_none() && out.signal.is_none() && !closed {
+                return Err(self.lost("the channel ended without an exit status"));
+            }
+            Ok(out)
+        };
+        let r = tokio::time::timeout(timeout, run).await;
+        let _ = ch.close().await;
+        match r {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
+        }
+    }
+
+    /// Writes a file atomically (see `upload`): streamed into a temporary file beside `dest`, its
+    /// sha256 checked on the host against ours, mode (and owner) set, then renamed into place.
+    pub async fn put(
+        &self,
+        source: PutSource,
+        dest: &str,
+        mode: u32,
+        owner: Option<&str>,
+        timeout: Duration,
+    ) -> Result<String, TransportError> {
+        match upload::prepare(&self.name, source, dest, mode, owner).await? {
+            Upload::Inline { script, digest } => {
+                let out = self.exec(&script, StdinSource::None, timeout).await?;
+                upload::written(&self.name, dest, &out)?;
+                Ok(digest)
+            }
+            Upload::Stream { script, reader } => {
+                let digest = Arc::new(Mutex::new(String::new()));
+                let out = self.exec(&script, StdinSource::Hashed(reader, digest.clone()), timeout).await?;
+                let digest = digest.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                upload::written(&self.name, dest, &out)?;
+                Ok(digest)
+            }
+        }
+    }
+
+    async fn sftp(&self) -> Result<&russh_sftp::client::SftpSession, TransportError> {
+        self.sftp
+            .get_or_try_init(|| async {
+                let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
+                let ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
+                ch.request_subsystem(true, "sftp").await.map_err(|e| self.lost(e))?;
+                let s = russh_sftp::client::SftpSession::new(ch.into_stream()).await.map_err(|e| self.lost(e))?;
+                Ok((s, permit))
+            })
+            .await
+            .map(|(s, _)| s)
+    }
+
+    /// Reads a remote file over SFTP (no remote process).
+    pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+        let sftp = self.sftp().await?;
+        sftp.read(path)
+            .await
+            .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("reading {path}: {e}") })
+    }
+
+    /// `lstat` over SFTP (no remote process): `Ok(None)` when nothing is at `path`, `Err` when
+    /// SFTP cannot say (the caller asks a script instead).
+    pub async fn lstat(&self, path: &str) -> Result<Option<PathInfo>, TransportError> {
+        let sftp = self.sftp().await?;
+        let md = match sftp.symlink_metadata(path).await {
+            Ok(m) => m,
+            Err(russh_sftp::client::error::Error::Status(st))
+                if st.status_code == russh_sftp::protocol::StatusCode::NoSuchFile =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(TransportError::Remote { host: self.name.clone(), reason: format!("{path}: {e}") }),
+        };
+        let kind = if md.is_symlink() {
+            PathKind::Link
+        } else if md.is_dir() {
+            PathKind::Directory
+        } else if md.is_regular() {
+            PathKind::File
+        } else {
+            PathKind::Other
+        };
+        let link = match kind {
+            PathKind::Link => Some(
+                sftp.read_link(path)
+                    .await
+                    .map_err(|e| TransportError::Remote { host: self.name.clone(), reason: format!("{path}: {e}") })?,
+            ),
+            _ => None,
+        };
+        Ok(Some(PathInfo {
+            kind,
+            mode: md.permissions.unwrap_or(0) & 0o7777,
+            size: md.size.unwrap_or(0),
+            uid: md.uid.unwrap_or(u32::MAX),
+            gid: md.gid.unwrap_or(u32::MAX),
+            link,
+        }))
+    }
+
+    pub async fn close(&self) {
+        let _ = self.handle.disconnect(Disconnect::ByApplication, "", "en").await;
+    }
+}
+
+/// What a command reads on stdin.
+pub enum StdinSource<'a> {
+    None,
+    Bytes(&'a [u8]),
+    /// A stream, hashed as it is sent, followed by its sha256 line (the upload protocol); the
+    /// digest is left in the mutex.
+    Hashed(Box<dyn AsyncRead + Unpin + Send>, Arc<Mutex<String>>),
+}
