@@ -227,13 +227,12 @@ impl Cli {
 
 impl Cli {
     fn ssh_options(&self) -> SshOptions {
-        let path = self.known_hosts.clone().unwrap_or_else(KnownHosts::default_path);
         if self.host_key_checking == HostKeyPolicy::Off {
             eprintln!(
                 "warning: --host-key-checking off: host keys are not verified; anyone on the path can pose as a host"
             );
         }
-        let mut o = SshOptions::new(KnownHosts::new(path, self.host_key_checking));
+        let mut o = SshOptions::new(KnownHosts::from_flag(self.known_hosts.clone(), self.host_key_checking));
         o.connect_timeout = std::time::Duration::from_secs(self.connect_timeout.max(1));
         o
     }

@@ -48,6 +48,7 @@ pub fn spec_for(name: &str, address: &str, port: u16, user: &str, pubkey: &Path)
             port,
             user: user.to_string(),
             key_files: vec![private],
+            known_hosts: Default::default(),
         },
         jumps: vec![],
         r#become: None,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::{Mutex, OnceCell, Semaphore};
 use tokio::task::{JoinError, JoinSet};
 
-pub use known_hosts::{HostKeyPolicy, KnownHosts};
+pub use known_hosts::{HostKeyFiles, HostKeyPolicy, KnownHosts};
 pub use local::LocalConnection;
 pub use spec::{ConnectionKind, HostSpec, SshConfigFile};
 pub use ssh::{SshConnection, SshOptions, StdinSource};
@@ -38,6 +38,13 @@ pub enum TransportError {
         file.display()
     )]
     HostKeyUnknown { host: String, file: PathBuf, fingerprint: String },
+    #[error(
+        "{host}: the host key {fingerprint} is marked @revoked at {}:{line}; refusing to connect \
+         (whatever --host-key-checking says). Record the host's new key only once you have checked it \
+         out of band",
+        file.display()
+    )]
+    HostKeyRevoked { host: String, file: PathBuf, line: usize, fingerprint: String },
     #[error(
         "{host}: authentication failed for {user}@{address}; tried: {}. Install a key with `copctl ssh-copy-id {host}` \
          or set ansible_ssh_private_key_file",
@@ -60,6 +67,7 @@ impl TransportError {
             TransportError::Unreachable { .. }
                 | TransportError::HostKeyChanged { .. }
                 | TransportError::HostKeyUnknown { .. }
+                | TransportError::HostKeyRevoked { .. }
                 | TransportError::AuthFailed { .. }
         )
     }

@@ -1,13 +1,15 @@
 //! How to reach a host: the connection parameters Ansible users set in the inventory
 //! (`ansible_host`, `ansible_port`, `ansible_user`, `ansible_ssh_private_key_file`,
 //! `ansible_connection`, `ansible_become*`, `ansible_ssh_common_args` with ProxyJump), completed
-//! from the user's `~/.ssh/config` (HostName, User, Port, IdentityFile, ProxyJump).
+//! from the user's `~/.ssh/config` (HostName, User, Port, IdentityFile, ProxyJump, and for host keys
+//! UserKnownHostsFile, GlobalKnownHostsFile, HashKnownHosts).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use ssh2_config::{ParseRule, SshConfig};
 
+use super::known_hosts::HostKeyFiles;
 use crate::inventory::{Inventory, Vars};
 use crate::vars::secret::Secret;
 
@@ -32,6 +34,8 @@ pub struct Endpoint {
     pub port: u16,
     pub user: String,
     pub key_files: Vec<PathBuf>,
+    /// known_hosts files and hashing from ssh_config.
+    pub known_hosts: HostKeyFiles,
 }
 
 #[derive(Debug, Clone)]
@@ -57,12 +61,32 @@ impl SshConfigFile {
         let path = path.map(Path::to_path_buf).unwrap_or_else(|| super::known_hosts::home().join(".ssh/config"));
         let Ok(f) = std::fs::File::open(&path) else { return SshConfigFile::default() };
         let mut r = std::io::BufReader::new(f);
-        let config = SshConfig::default().parse(&mut r, ParseRule::ALLOW_UNKNOWN_FIELDS).ok();
+        // ssh2-config does not interpret the known_hosts keywords; it keeps them as "unsupported".
+        let rules = ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS;
+        let config = SshConfig::default().parse(&mut r, rules).ok();
         SshConfigFile { config }
     }
 
     fn query(&self, host: &str) -> Option<ssh2_config::HostParams> {
         self.config.as_ref().map(|c| c.query(host))
+    }
+}
+
+/// UserKnownHostsFile, GlobalKnownHostsFile and HashKnownHosts, the first value found winning
+/// (ssh_config's rule), from the params of each name the host goes by, in order.
+fn host_key_files(params: &[&Option<ssh2_config::HostParams>]) -> HostKeyFiles {
+    let field = |name: &str| params.iter().find_map(|p| p.as_ref()?.unsupported_fields.get(name).cloned());
+    let files = |args: Vec<String>| {
+        if args.len() == 1 && args[0].eq_ignore_ascii_case("none") {
+            Vec::new()
+        } else {
+            args.iter().map(|a| expand_home(a)).collect()
+        }
+    };
+    HostKeyFiles {
+        user: field("userknownhostsfile").map(files),
+        global: field("globalknownhostsfile").map(files),
+        hash: field("hashknownhosts").and_then(|a| a.first().map(|v| v.eq_ignore_ascii_case("yes"))),
     }
 }
 
@@ -85,7 +109,7 @@ fn var_bool(vars: &Vars, key: &str) -> bool {
 }
 
 fn expand_home(p: &str) -> PathBuf {
-    match p.strip_prefix("~/") {
+    match p.strip_prefix("~/").or_else(|| p.strip_prefix("%d/")) {
         Some(rest) => super::known_hosts::home().join(rest),
         None => PathBuf::from(p),
     }
@@ -108,6 +132,7 @@ fn parse_jump(s: &str, default_user: &str, cfg: &SshConfigFile) -> Endpoint {
         address,
         port: port.or_else(|| params.as_ref().and_then(|p| p.port)).unwrap_or(22),
         user: user.or_else(|| params.as_ref().and_then(|p| p.user.clone())).unwrap_or_else(|| default_user.to_string()),
+        known_hosts: host_key_files(&[&params]),
         key_files: params.and_then(|p| p.identity_file).unwrap_or_default(),
     }
 }
@@ -193,7 +218,14 @@ impl HostSpec {
         HostSpec {
             name: name.to_string(),
             kind,
-            endpoint: Endpoint { name: name.to_string(), address, port, user, key_files },
+            endpoint: Endpoint {
+                name: name.to_string(),
+                address,
+                port,
+                user,
+                key_files,
+                known_hosts: host_key_files(&[&params, &alias_params]),
+            },
             jumps,
             r#become,
             password,

@@ -15,7 +15,7 @@ use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::transport::TransportError;
-use crate::transport::known_hosts::{self, HostKeyPolicy, KnownHosts, Verdict};
+use crate::transport::known_hosts::{self, HostKeyFiles, HostKeyProblem, KnownHosts};
 use crate::transport::spec::{Endpoint, HostSpec};
 use crate::vars::secret::Secret;
 
@@ -41,8 +41,10 @@ impl SshOptions {
         }
     }
 
-    fn client_config(&self) -> Arc<client::Config> {
+    fn client_config(&self, ep: &Endpoint) -> Arc<client::Config> {
         let mut preferred = russh::Preferred::default();
+        let (certificates, keys) = self.known_hosts.algorithms(&ep.address, ep.port, &ep.known_hosts, &preferred.key);
+        (preferred.host_key_certificates, preferred.key) = (Cow::Owned(certificates), Cow::Owned(keys));
         // curve25519 first: it costs sshd the least CPU per login (ML-KEM and sntrup cost more).
         let mut kex: Vec<russh::kex::Name> = vec![russh::kex::CURVE25519, russh::kex::CURVE25519_PRE_RFC_8731];
         kex.extend(preferred.kex.iter().filter(|k| !kex.contains(k)).cloned().collect::<Vec<_>>());
@@ -100,44 +102,23 @@ impl KeyStore {
     }
 }
 
-/// Why the handler refused a host key (the handshake error itself says only "rejected").
-#[derive(Debug, Clone)]
-enum KeyProblem {
-    Changed { line: usize, fingerprint: String },
-    Unknown { fingerprint: String },
-}
-
 pub(super) struct Handler {
     host: String,
     port: u16,
     known_hosts: Arc<KnownHosts>,
-    problem: Arc<Mutex<Option<KeyProblem>>>,
+    files: HostKeyFiles,
+    /// Why the host key was refused (the handshake error itself says only "rejected").
+    problem: Arc<Mutex<Option<HostKeyProblem>>>,
 }
 
 impl client::Handler for Handler {
     type Error = russh::Error;
 
     async fn check_server_key(&mut self, key: &russh::keys::PublicKeyOrCertificate) -> Result<bool, Self::Error> {
-        let russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } = key else {
-            return Ok(self.known_hosts.policy == HostKeyPolicy::Off);
-        };
-        let kh = &self.known_hosts;
-        if kh.policy == HostKeyPolicy::Off {
-            return Ok(true);
-        }
-        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        let verdict = kh.check(&self.host, self.port, key);
-        let problem = match verdict {
-            Verdict::Known => return Ok(true),
-            Verdict::Unknown if kh.policy == HostKeyPolicy::AcceptNew => {
-                kh.learn(&self.host, self.port, key).map_err(russh::Error::IO)?;
-                return Ok(true);
-            }
-            Verdict::Unknown => KeyProblem::Unknown { fingerprint },
-            Verdict::Changed { line } => KeyProblem::Changed { line, fingerprint },
-        };
-        *self.problem.lock().unwrap_or_else(|e| e.into_inner()) = Some(problem);
-        Ok(false)
+        let verdict = self.known_hosts.verify(&self.host, self.port, &self.files, key);
+        let accepted = verdict.is_ok();
+        *self.problem.lock().unwrap_or_else(|e| e.into_inner()) = verdict.err();
+        Ok(accepted)
     }
 }
 
@@ -256,24 +237,15 @@ where
         host: ep.address.clone(),
         port: ep.port,
         known_hosts: opts.known_hosts.clone(),
+        files: ep.known_hosts.clone(),
         problem: problem.clone(),
     };
     let r =
-        tokio::time::timeout(opts.connect_timeout, client::connect_stream(opts.client_config(), stream, handler)).await;
+        tokio::time::timeout(opts.connect_timeout, client::connect_stream(opts.client_config(ep), stream, handler))
+            .await;
     let taken = problem.lock().unwrap_or_else(|e| e.into_inner()).take();
     match (r, taken) {
-        (_, Some(KeyProblem::Changed { line, fingerprint })) => Err(TransportError::HostKeyChanged {
-            host: host.to_string(),
-            file: opts.known_hosts.path.clone(),
-            line,
-            fingerprint,
-            entry: known_hosts::host_entry(&ep.address, ep.port),
-        }),
-        (_, Some(KeyProblem::Unknown { fingerprint })) => Err(TransportError::HostKeyUnknown {
-            host: host.to_string(),
-            file: opts.known_hosts.path.clone(),
-            fingerprint,
-        }),
+        (_, Some(problem)) => Err(problem.into_error(host)),
         (Ok(Ok(h)), None) => Ok(h),
         (Ok(Err(e)), None) => Err(TransportError::Unreachable {
             host: host.to_string(),
