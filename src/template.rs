@@ -118,6 +118,18 @@ impl Templates {
     }
 }
 
+/// A template error in one line: what is undefined or wrong.
+pub fn describe_error(e: &minijinja::Error) -> String {
+    let mut msg = match e.detail() {
+        Some(d) => d.to_string(),
+        None => e.kind().to_string(),
+    };
+    if Templates::is_undefined_error(e) && !msg.contains("undefined") {
+        msg = format!("undefined variable: {msg}");
+    }
+    msg
+}
+
 /// The context a template sees for one host.
 pub fn host_context(
     host: &str,

@@ -12,7 +12,7 @@ use super::{Plan, TaskKind};
 use crate::error::{Error, Result, Source};
 use crate::playbook::{Action, Condition, Playbook, Step};
 use crate::site::Site;
-use crate::template::Templates;
+use crate::template::{Templates, describe_error};
 
 /// What a registered result looks like before it exists.
 fn placeholder_result() -> Value {
@@ -87,7 +87,7 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     def.loop_over = None;
     let mut strings = Vec::new();
     collect_strings(&serde_json::to_value(&def).unwrap_or(Value::Null), &mut strings);
-    let action_json: Value = serde_json::from_str(&super::action_text(&step.action)).unwrap_or(Value::Null);
+    let action_json: Value = serde_json::from_str(&step.action.text()).unwrap_or(Value::Null);
     match &step.action {
         Action::Assert(a) => {
             for e in a.that.to_vec() {
@@ -104,24 +104,6 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     }
     for s in &strings {
         t.render_str(s, ctx).map_err(|e| fail(s, e))?;
-    }
-    // Modes are octal text, quoted or not (`mode: 644` is 0644, never decimal 644 as in
-    // Ansible); what is not octal is an error here, before any host is touched.
-    if let Some(m) = step.action.mode()
-        && !m.contains("{{")
-        && let Err(e) = crate::steps::parse_mode(m)
-    {
-        return Err(pb.source.error_at(
-            step.line,
-            step.column,
-            0,
-            e,
-            "in this step",
-            Some(
-                "write the mode as octal digits, e.g. mode: \"0644\" (symbolic modes like u=rw are not supported)"
-                    .into(),
-            ),
-        ));
     }
     if let Action::Template(a) = &step.action {
         let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;
@@ -149,18 +131,6 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// A template error in one line: what is undefined or wrong.
-pub fn describe(e: &minijinja::Error) -> String {
-    let mut msg = match e.detail() {
-        Some(d) => d.to_string(),
-        None => e.kind().to_string(),
-    };
-    if Templates::is_undefined_error(e) && !msg.contains("undefined") {
-        msg = format!("undefined variable: {msg}");
-    }
-    msg
-}
-
 fn help_for(e: &minijinja::Error) -> Option<String> {
     Templates::is_undefined_error(e).then(|| {
         "define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value \
@@ -184,7 +154,7 @@ fn inline_error(pb: &Playbook, step: &Step, host: &str, text: &str, e: &minijinj
         line,
         col,
         first.len(),
-        format!("step '{}' on {host}: {}", step.name, describe(e)),
+        format!("step '{}' on {host}: {}", step.name, describe_error(e)),
         "in this template",
         help_for(e),
     )
@@ -193,5 +163,5 @@ fn inline_error(pb: &Playbook, step: &Step, host: &str, text: &str, e: &minijinj
 fn template_file_error(name: &str, text: &str, host: &str, e: &minijinja::Error) -> Error {
     let src = Source::new(format!("templates/{name}"), text);
     let line = e.line().unwrap_or(1);
-    src.error_at(line, 1, 0, format!("template for {host}: {}", describe(e)), "here", help_for(e))
+    src.error_at(line, 1, 0, format!("template for {host}: {}", describe_error(e)), "here", help_for(e))
 }

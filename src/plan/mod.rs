@@ -7,8 +7,6 @@
 mod check;
 pub mod render;
 
-pub use check::describe as describe_template_error;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
@@ -91,38 +89,13 @@ static IDENT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-
 
 /// Identifiers mentioned anywhere in a step (its templates, expressions, template file).
 fn identifiers(site: &Site, step: &Step) -> HashSet<String> {
-    let mut text = serde_json::to_string(&step.def).unwrap_or_default() + &action_text(&step.action);
+    let mut text = serde_json::to_string(&step.def).unwrap_or_default() + &step.action.text();
     if let Action::Template(t) = &step.action
         && let Some(src) = site.templates.source(&t.src)
     {
         text.push_str(&src);
     }
     IDENT.find_iter(&text).map(|m| m.as_str().to_string()).collect()
-}
-
-pub(crate) fn action_text(a: &Action) -> String {
-    let v = match a {
-        Action::Command(x) => serde_json::to_value(x),
-        Action::Shell(x) => serde_json::to_value(x),
-        Action::Copy(x) => serde_json::to_value(x),
-        Action::Template(x) => serde_json::to_value(x),
-        Action::File(x) => serde_json::to_value(x),
-        Action::Line(x) => serde_json::to_value(x),
-        Action::Block(x) => serde_json::to_value(x),
-        Action::Service(x) => serde_json::to_value(x),
-        Action::Package(x) => serde_json::to_value(x),
-        Action::Slurp(x) => serde_json::to_value(x),
-        Action::Fetch(x) => serde_json::to_value(x),
-        Action::WaitFor(x) => serde_json::to_value(x),
-        Action::Reboot(x) => serde_json::to_value(x),
-        Action::AuthorizedKey(x) => serde_json::to_value(x),
-        Action::Kube(x) => serde_json::to_value(x),
-        Action::Helm(x) => serde_json::to_value(x),
-        Action::Assert(x) => serde_json::to_value(x),
-        Action::Debug(x) => serde_json::to_value(x),
-        Action::SetFact(x) => serde_json::to_value(x),
-    };
-    v.map(|v| v.to_string()).unwrap_or_default()
 }
 
 struct Builder<'a> {
@@ -154,7 +127,14 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         let ctx = crate::template::to_value(site.layers(pb).global());
         for (r, line) in &pb.require {
             let ok = site.templates.eval(&r.that, &ctx).map_err(|e| {
-                pb.source.error_at(*line, 1, 0, format!("require: {}", check::describe(&e)), "this condition", None)
+                pb.source.error_at(
+                    *line,
+                    1,
+                    0,
+                    format!("require: {}", crate::template::describe_error(&e)),
+                    "this condition",
+                    None,
+                )
             })?;
             if !ok.is_true() {
                 let msg = site.templates.render_str(&r.msg, &ctx).unwrap_or_else(|_| r.msg.clone());
@@ -185,7 +165,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
                     play.line,
                     1,
                     0,
-                    format!("play '{}': hosts: {}", play.name, check::describe(&e)),
+                    format!("play '{}': hosts: {}", play.name, crate::template::describe_error(&e)),
                     "in this play",
                     help,
                 )

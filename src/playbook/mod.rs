@@ -358,5 +358,23 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             "only command, shell and kube steps can be declared read_only (and slurp, fetch, wait_for, assert, debug, set_fact are already)".into(),
         )));
     }
+    // A literal mode that is not octal is refused here, before any host is touched; a templated
+    // one is checked once rendered, when the step runs.
+    if let Some(m) = action.mode()
+        && !m.is_template()
+        && let Err(e) = m.bits()
+    {
+        return Err(source.error_at(
+            line,
+            col,
+            0,
+            e.to_string(),
+            "in this step",
+            Some(
+                "write the mode as octal digits, e.g. mode: \"0644\" (symbolic modes like u=rw are not supported)"
+                    .into(),
+            ),
+        ));
+    }
     Ok(Step { name, def, action, read_only, line, column: col })
 }

@@ -41,6 +41,44 @@ impl Number {
     }
 }
 
+/// `mode:` of a file: octal text, quoted or not (`mode: 644` is 0644, never decimal 644 as in
+/// Ansible). Kept as written, since it may be a template rendered per host; a literal mode is
+/// checked when the playbook is loaded, a rendered one when the step runs.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(transparent)]
+pub struct Mode(String);
+
+/// A mode that is not octal text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeError(String);
+
+impl std::fmt::Display for ModeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "mode '{}' is not an octal mode; quote it in YAML: mode: \"0644\"", self.0)
+    }
+}
+
+impl std::error::Error for ModeError {}
+
+impl From<&str> for Mode {
+    fn from(s: &str) -> Self {
+        Mode(s.to_string())
+    }
+}
+
+impl Mode {
+    /// The permission bits ("0644", "644", "0o644"; symbolic modes like u=rw are not supported).
+    pub fn bits(&self) -> Result<u32, ModeError> {
+        let t = self.0.trim().trim_start_matches("0o");
+        u32::from_str_radix(t, 8).ok().filter(|v| *v <= 0o7777).ok_or_else(|| ModeError(self.0.clone()))
+    }
+
+    /// Whether the mode is rendered per host, so that only the rendered text can be checked.
+    pub fn is_template(&self) -> bool {
+        self.0.contains("{{")
+    }
+}
+
 /// `when:`/`changed_when:`/`failed_when:`: an expression, a list of them (all must hold), or a
 /// literal boolean.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -96,7 +134,7 @@ pub struct CopyArgs {
     pub src: Option<String>,
     pub content: Option<String>,
     pub dest: String,
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     pub owner: Option<String>,
     pub group: Option<String>,
 }
@@ -106,7 +144,7 @@ pub struct CopyArgs {
 pub struct TemplateArgs {
     pub src: String,
     pub dest: String,
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     pub owner: Option<String>,
     pub group: Option<String>,
 }
@@ -127,7 +165,7 @@ pub struct FileArgs {
     pub path: String,
     pub state: Option<FileState>,
     pub src: Option<String>,
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     pub owner: Option<String>,
     pub group: Option<String>,
 }
@@ -152,7 +190,7 @@ pub struct LineArgs {
     pub insertbefore: Option<String>,
     #[serde(default)]
     pub create: bool,
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -169,7 +207,7 @@ pub struct BlockArgs {
     pub insertbefore: Option<String>,
     #[serde(default)]
     pub create: bool,
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
@@ -427,15 +465,41 @@ pub const KINDS: &[&str] = &[
 
 impl Action {
     /// The `mode:` of the file the step writes, if it has one.
-    pub fn mode(&self) -> Option<&str> {
+    pub fn mode(&self) -> Option<&Mode> {
         match self {
-            Action::Copy(a) => a.mode.as_deref(),
-            Action::Template(a) => a.mode.as_deref(),
-            Action::File(a) => a.mode.as_deref(),
-            Action::Line(a) => a.mode.as_deref(),
-            Action::Block(a) => a.mode.as_deref(),
+            Action::Copy(a) => a.mode.as_ref(),
+            Action::Template(a) => a.mode.as_ref(),
+            Action::File(a) => a.mode.as_ref(),
+            Action::Line(a) => a.mode.as_ref(),
+            Action::Block(a) => a.mode.as_ref(),
             _ => None,
         }
+    }
+
+    /// The arguments as JSON text: what the planner searches for the names a step uses.
+    pub fn text(&self) -> String {
+        let v = match self {
+            Action::Command(x) => serde_json::to_value(x),
+            Action::Shell(x) => serde_json::to_value(x),
+            Action::Copy(x) => serde_json::to_value(x),
+            Action::Template(x) => serde_json::to_value(x),
+            Action::File(x) => serde_json::to_value(x),
+            Action::Line(x) => serde_json::to_value(x),
+            Action::Block(x) => serde_json::to_value(x),
+            Action::Service(x) => serde_json::to_value(x),
+            Action::Package(x) => serde_json::to_value(x),
+            Action::Slurp(x) => serde_json::to_value(x),
+            Action::Fetch(x) => serde_json::to_value(x),
+            Action::WaitFor(x) => serde_json::to_value(x),
+            Action::Reboot(x) => serde_json::to_value(x),
+            Action::AuthorizedKey(x) => serde_json::to_value(x),
+            Action::Kube(x) => serde_json::to_value(x),
+            Action::Helm(x) => serde_json::to_value(x),
+            Action::Assert(x) => serde_json::to_value(x),
+            Action::Debug(x) => serde_json::to_value(x),
+            Action::SetFact(x) => serde_json::to_value(x),
+        };
+        v.map(|v| v.to_string()).unwrap_or_default()
     }
 
     pub fn kind(&self) -> &'static str {

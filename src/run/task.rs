@@ -36,7 +36,7 @@ fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, S
         Condition::All(v) => v.clone(),
     };
     for e in exprs {
-        let v = t.eval(&e, ctx).map_err(|err| format!("{e}: {}", crate::plan::describe_template_error(&err)))?;
+        let v = t.eval(&e, ctx).map_err(|err| format!("{e}: {}", crate::template::describe_error(&err)))?;
         if !v.is_true() {
             return Ok(false);
         }
@@ -141,7 +141,7 @@ impl Job {
         let templates = &self.site.templates;
         let render = |s: &Option<String>| -> Result<Option<String>, String> {
             s.as_ref()
-                .map(|x| templates.render_str(x, &ctx).map_err(|e| crate::plan::describe_template_error(&e)))
+                .map(|x| templates.render_str(x, &ctx).map_err(|e| crate::template::describe_error(&e)))
                 .transpose()
         };
         let guards = match (|| -> Result<Guards, String> {
@@ -156,10 +156,7 @@ impl Job {
                     .environment
                     .iter()
                     .map(|(k, v)| {
-                        Ok((
-                            k.clone(),
-                            templates.render_str(v, &ctx).map_err(|e| crate::plan::describe_template_error(&e))?,
-                        ))
+                        Ok((k.clone(), templates.render_str(v, &ctx).map_err(|e| crate::template::describe_error(&e))?))
                     })
                     .collect::<Result<_, String>>()?,
             })
@@ -256,10 +253,10 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
     match v {
         Value::Array(a) => a
             .iter()
-            .map(|x| crate::steps::render_value(t, x, ctx).map_err(|e| crate::plan::describe_template_error(&e)))
+            .map(|x| crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e)))
             .collect(),
         Value::String(s) => {
-            let r = t.eval(s, ctx).map_err(|e| crate::plan::describe_template_error(&e))?;
+            let r = t.eval(s, ctx).map_err(|e| crate::template::describe_error(&e))?;
             let j: Value = serde_json::to_value(&r).map_err(|e| e.to_string())?;
             match j {
                 Value::Array(a) => Ok(a),

@@ -2,15 +2,15 @@
 //! One remote script checks and (unless in check mode) applies, and says what it changed; when
 //! SFTP already shows the path as wanted, no script runs at all.
 
-use super::{Outcome, StepCtx, parse_mode};
-use crate::playbook::step::{FileArgs, FileState};
+use super::{Outcome, StepCtx};
+use crate::playbook::step::{FileArgs, FileState, Mode};
 use crate::template::shell_quote;
 
 pub async fn file(cx: &StepCtx<'_>, a: &FileArgs) -> Outcome {
     let q = shell_quote;
-    let mode = match a.mode.as_deref().map(parse_mode).transpose() {
+    let mode = match a.mode.as_ref().map(Mode::bits).transpose() {
         Ok(m) => m,
-        Err(e) => return Outcome::failed(e),
+        Err(e) => return Outcome::failed(e.to_string()),
     };
     let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
     if a.owner.is_none() && a.group.is_none() && already_there(cx, a, state, mode).await {

@@ -6,8 +6,8 @@ use regex::Regex;
 use serde_json::json;
 
 use super::transfer::{private_diff, stat, unified_diff};
-use super::{Outcome, StepCtx, parse_mode, transport_outcome};
-use crate::playbook::step::{AuthorizedKeyArgs, BlockArgs, LineArgs, Presence};
+use super::{Outcome, StepCtx, transport_outcome};
+use crate::playbook::step::{AuthorizedKeyArgs, BlockArgs, LineArgs, Mode, Presence};
 use crate::template::shell_quote;
 use crate::transport::PutSource;
 
@@ -62,10 +62,10 @@ async fn open_for_edit(
     path: &str,
     state: Presence,
     create: bool,
-    mode: Option<&str>,
+    mode: Option<&Mode>,
 ) -> Result<Edit, Outcome> {
     let current = read(cx, path).await?;
-    let mode = mode.map(parse_mode).transpose().map_err(Outcome::failed)?;
+    let mode = mode.map(Mode::bits).transpose().map_err(|e| Outcome::failed(e.to_string()))?;
     let (text, file_mode) = match &current {
         Some((t, m)) => (t.clone(), *m),
         None if state == Presence::Absent => return Err(Outcome::ok("")),
@@ -108,7 +108,7 @@ fn insert_at(lines: &[String], after: Option<&str>, before: Option<&str>) -> Res
 
 pub async fn line(cx: &StepCtx<'_>, a: &LineArgs) -> Outcome {
     let Edit { current, mode, text, file_mode } =
-        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_deref()).await {
+        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_ref()).await {
             Ok(e) => e,
             Err(o) => return o,
         };
@@ -159,7 +159,7 @@ pub async fn line(cx: &StepCtx<'_>, a: &LineArgs) -> Outcome {
 
 pub async fn block(cx: &StepCtx<'_>, a: &BlockArgs) -> Outcome {
     let Edit { current, mode, text, file_mode } =
-        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_deref()).await {
+        match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_ref()).await {
             Ok(e) => e,
             Err(o) => return o,
         };
@@ -228,7 +228,7 @@ pub async fn authorized_key(cx: &StepCtx<'_>, a: &AuthorizedKeyArgs) -> Outcome 
         insertafter: None,
         insertbefore: None,
         create: true,
-        mode: Some("0600".into()),
+        mode: Some(Mode::from("0600")),
     };
     let mut o = line(cx, &args).await;
     o.result.insert("path".into(), json!(path));

@@ -16,7 +16,7 @@ pub fn assert(cx: &StepCtx<'_>, a: &AssertArgs) -> Outcome {
                 };
                 return Outcome::failed(msg);
             }
-            Err(e) => return Outcome::failed(format!("{expr}: {}", crate::plan::describe_template_error(&e))),
+            Err(e) => return Outcome::failed(format!("{expr}: {}", crate::template::describe_error(&e))),
         }
     }
     Outcome::ok(a.success_msg.clone().unwrap_or_else(|| "all assertions passed".into()))
@@ -30,7 +30,7 @@ pub fn debug(cx: &StepCtx<'_>, a: &DebugArgs) -> Outcome {
     };
     match msg {
         Ok(m) => Outcome::ok(m),
-        Err(e) => Outcome::failed(crate::plan::describe_template_error(&e)),
+        Err(e) => Outcome::failed(crate::template::describe_error(&e)),
     }
 }
 
@@ -41,7 +41,7 @@ pub fn set_fact(cx: &StepCtx<'_>, facts: &indexmap::IndexMap<String, Value>) -> 
             Ok(r) => {
                 out.insert(k.clone(), r);
             }
-            Err(e) => return Outcome::failed(format!("{k}: {}", crate::plan::describe_template_error(&e))),
+            Err(e) => return Outcome::failed(format!("{k}: {}", crate::template::describe_error(&e))),
         }
     }
     let mut o = Outcome::ok("");

@@ -148,17 +148,8 @@ pub fn render_args<T: serde::Serialize + serde::de::DeserializeOwned>(
     ctx: &minijinja::Value,
 ) -> Result<T, String> {
     let v = serde_json::to_value(args).map_err(|e| e.to_string())?;
-    let r = render_value(t, &v, ctx).map_err(|e| crate::plan::describe_template_error(&e))?;
+    let r = render_value(t, &v, ctx).map_err(|e| crate::template::describe_error(&e))?;
     serde_json::from_value(r).map_err(|e| format!("after rendering: {e}"))
-}
-
-/// Parses a mode written as octal text ("0644", "644", "u=rw" is not supported).
-pub fn parse_mode(m: &str) -> Result<u32, String> {
-    let t = m.trim().trim_start_matches("0o");
-    u32::from_str_radix(t, 8)
-        .ok()
-        .filter(|v| *v <= 0o7777)
-        .ok_or_else(|| format!("mode '{m}' is not an octal mode; quote it in YAML: mode: \"0644\""))
 }
 
 /// Runs one step's action on the host.

@@ -5,8 +5,8 @@
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{Outcome, StepCtx, parse_mode, transport_outcome};
-use crate::playbook::step::{CopyArgs, FetchArgs, SlurpArgs, TemplateArgs};
+use super::{Outcome, StepCtx, transport_outcome};
+use crate::playbook::step::{CopyArgs, FetchArgs, Mode, SlurpArgs, TemplateArgs};
 use crate::template::shell_quote;
 use crate::transport::PutSource;
 
@@ -108,13 +108,13 @@ pub async fn ensure_content(
     cx: &StepCtx<'_>,
     dest: &str,
     content: Vec<u8>,
-    mode: Option<&str>,
+    mode: Option<&Mode>,
     owner: Option<&str>,
     group: Option<&str>,
 ) -> Outcome {
-    let mode = match mode.map(parse_mode).transpose() {
+    let mode = match mode.map(Mode::bits).transpose() {
         Ok(m) => m,
-        Err(e) => return Outcome::failed(e),
+        Err(e) => return Outcome::failed(e.to_string()),
     };
     let current = match stat(cx, dest, true, owner.is_some() || group.is_some()).await {
         Ok(s) => s,
@@ -192,15 +192,8 @@ pub async fn ensure_content(
 pub async fn copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
     match (&a.content, &a.src) {
         (Some(c), None) => {
-            ensure_content(
-                cx,
-                &a.dest,
-                c.clone().into_bytes(),
-                a.mode.as_deref(),
-                a.owner.as_deref(),
-                a.group.as_deref(),
-            )
-            .await
+            ensure_content(cx, &a.dest, c.clone().into_bytes(), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref())
+                .await
         }
         (None, Some(src)) => {
             let p = cx.local_dir.join(src);
@@ -213,22 +206,22 @@ pub async fn copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
             if meta.len() <= 1 << 20 {
                 match std::fs::read(&p) {
                     Ok(b) => {
-                        ensure_content(cx, &a.dest, b, a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+                        ensure_content(cx, &a.dest, b, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
                     }
                     Err(e) => Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
                 }
             } else {
-                ensure_large_file(cx, &a.dest, &p, a.mode.as_deref()).await
+                ensure_large_file(cx, &a.dest, &p, a.mode.as_ref()).await
             }
         }
         _ => Outcome::failed("copy needs exactly one of src or content"),
     }
 }
 
-async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path, mode: Option<&str>) -> Outcome {
-    let mode = match mode.map(parse_mode).transpose() {
+async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path, mode: Option<&Mode>) -> Outcome {
+    let mode = match mode.map(Mode::bits).transpose() {
         Ok(m) => m,
-        Err(e) => return Outcome::failed(e),
+        Err(e) => return Outcome::failed(e.to_string()),
     };
     let path = local.to_path_buf();
     let want = match tokio::task::spawn_blocking(move || -> std::io::Result<String> {
@@ -273,9 +266,9 @@ async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path
 pub async fn template(cx: &StepCtx<'_>, a: &TemplateArgs) -> Outcome {
     let text = match cx.templates.render_file(&a.src, cx.vars) {
         Ok(t) => t,
-        Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::plan::describe_template_error(&e))),
+        Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::template::describe_error(&e))),
     };
-    ensure_content(cx, &a.dest, text.into_bytes(), a.mode.as_deref(), a.owner.as_deref(), a.group.as_deref()).await
+    ensure_content(cx, &a.dest, text.into_bytes(), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
 }
 
 pub async fn slurp(cx: &StepCtx<'_>, a: &SlurpArgs) -> Outcome {
