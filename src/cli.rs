@@ -265,7 +265,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::Hosts { pattern, limit } => {
             let site = cli.site(&[])?;
-            let hosts = site.inventory.select(pattern, limit.as_deref())?;
+            let hosts = site.inventory.list_hosts(pattern, limit.as_deref())?;
             if hosts.is_empty() {
                 eprintln!("warning: no hosts matched '{pattern}'");
             }

@@ -10,12 +10,18 @@ use std::process::Stdio;
 use common::*;
 use serde_json::Value;
 
+/// Every fixture inventory: the project's own, ansible-core's test files (`ansible-core/`), public
+/// real-world ones (`public/`) and ones Ansible refuses (`refused/`).
 fn inventories() -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(fixture("inventory"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "ini"))
-        .collect();
+    let mut v = vec![];
+    for dir in ["inventory", "inventory/ansible-core", "inventory/public", "inventory/refused"] {
+        v.extend(
+            std::fs::read_dir(fixture(dir))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "ini")),
+        );
+    }
     v.sort();
     v
 }
@@ -23,7 +29,7 @@ fn inventories() -> Vec<std::path::PathBuf> {
 #[test]
 fn inventory_list_matches_ansible_inventory() {
     let invs = inventories();
-    assert!(invs.len() >= 15, "fixture inventories: {}", invs.len());
+    assert!(invs.len() >= 30, "fixture inventories: {}", invs.len());
     let failures: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = invs
             .iter()
@@ -31,8 +37,18 @@ fn inventory_list_matches_ansible_inventory() {
                 s.spawn(move || {
                     let inv_s = inv.to_str().unwrap();
                     let theirs = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--list"]).output().unwrap();
-                    assert!(theirs.status.success(), "ansible-inventory failed on {inv_s}: {}", stderr(&theirs));
                     let ours = copctl(None, &["inventory", "list", "-i", inv_s]);
+                    // Where Ansible refuses an inventory, copctl must refuse it too.
+                    if !theirs.status.success() {
+                        return if ours.status.success() {
+                            vec![format!(
+                                "{inv_s}: ansible-inventory refuses it ({}), copctl reads it",
+                                stderr(&theirs)
+                            )]
+                        } else {
+                            vec![]
+                        };
+                    }
                     assert!(ours.status.success(), "copctl failed on {inv_s}: {}", stderr(&ours));
                     let a: Value = serde_json::from_slice(&theirs.stdout).unwrap();
                     let b: Value = serde_json::from_slice(&ours.stdout).unwrap();
@@ -60,6 +76,116 @@ fn inventory_list_matches_ansible_inventory() {
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Patterns and limits for any inventory, built from its group and host names: each group whole,
+/// subscripted (in range and past the end), as a glob and regex; a host; names that match nothing.
+fn generic_cases(list: &Value) -> Vec<(String, Option<String>)> {
+    let groups: Vec<String> = list.as_object().unwrap().keys().filter(|k| *k != "_meta").cloned().collect();
+    let mut hosts: Vec<String> = vec![];
+    for g in list.as_object().unwrap().values() {
+        for h in g["hosts"].as_array().into_iter().flatten() {
+            let h = h.as_str().unwrap().to_string();
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+    }
+    let mut cases: Vec<(String, Option<String>)> = [
+        "all",
+        "*",
+        "ungrouped",
+        "all:!ungrouped",
+        "nosuch",
+        "all,nosuch",
+        "~nosuch",
+        "all[0]",
+        "all[-1]",
+        "all[1:]",
+        "all[999]",
+    ]
+    .iter()
+    .map(|p| (p.to_string(), None))
+    .collect();
+    for g in groups.iter().filter(|g| *g != "all").take(8) {
+        for p in [g.clone(), format!("{g}[0]"), format!("{g}[-1]"), format!("{g}[1:2]"), format!("{g}[99]")] {
+            cases.push((p, None));
+        }
+        let head: String = g.chars().take(3).collect();
+        cases.push((format!("~{head}"), None));
+        cases.push((format!("all:!{g}"), None));
+        cases.push(("all".into(), Some(g.clone())));
+        cases.push(("all".into(), Some(format!("{g}[99]"))));
+    }
+    if let Some(h) = hosts.first() {
+        let head: String = h.chars().take(3).collect();
+        cases.push((h.clone(), None));
+        cases.push((format!("{head}*"), None));
+        cases.push(("all".into(), Some(h.clone())));
+        cases.push(("all".into(), Some(format!("{h},nosuch"))));
+        cases.push(("ungrouped".into(), Some(h.clone())));
+    }
+    cases.push(("all".into(), Some("nosuch".into())));
+    cases.push(("all".into(), Some("~nosuch".into())));
+    cases
+}
+
+/// Ansible's answer (the oracle helper) and copctl's `hosts` for each case; the differences.
+fn compare_patterns(inv_s: &str, cases: &[(String, Option<String>)]) -> Vec<String> {
+    let mut child = ansible_cmd("python")
+        .arg(repo().join("tests/peers/ansible_hosts.py"))
+        .arg(inv_s)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&cases).unwrap().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "oracle failed on {inv_s}");
+    let oracle: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut failures = vec![];
+    for ((pattern, limit), want) in cases.iter().zip(oracle) {
+        let mut args = vec!["hosts", pattern.as_str(), "-i", inv_s];
+        if let Some(l) = limit {
+            args.extend(["--limit", l.as_str()]);
+        }
+        let ours = copctl(None, &args);
+        let got: Value = if ours.status.success() {
+            Value::from(stdout(&ours).lines().map(str::to_string).collect::<Vec<_>>())
+        } else {
+            serde_json::json!({"error": stderr(&ours)})
+        };
+        let same = match (&want, &got) {
+            (Value::Object(_), Value::Object(_)) => true, // both refused the pattern
+            _ => want == got,
+        };
+        if !same {
+            failures.push(format!("{inv_s}: pattern {pattern:?} limit {limit:?}: ansible {want} copctl {got}"));
+        }
+    }
+    failures
+}
+
+/// Every fixture Ansible reads gives the same hosts for the generic patterns and limits.
+#[test]
+fn every_fixture_selects_like_ansible() {
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = inventories()
+            .into_iter()
+            .map(|inv| {
+                s.spawn(move || {
+                    let inv_s = inv.to_str().unwrap();
+                    let list = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--list"]).output().unwrap();
+                    if !list.status.success() {
+                        return vec![];
+                    }
+                    compare_patterns(inv_s, &generic_cases(&serde_json::from_slice(&list.stdout).unwrap()))
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The text of `ansible-inventory --list` itself, byte for byte, on the example site.
@@ -126,6 +252,15 @@ const PATTERNS: &[(&str, Option<&str>)] = &[
     ("web", Some("db")),
     ("all", Some("web[0:1]:gpu")),
     ("k8s", Some("~^(web|gpu)")),
+    ("all", Some("nosuch")),
+    ("all", Some("~infra")),
+    ("web", Some("db1")),
+    ("all", Some("web01,nosuch")),
+    ("all", Some("web[1:")),
+    ("web[1:", None),
+    ("web[9]:web01", None),
+    ("all", Some("web[9]")),
+    ("all", Some("web01,web[9]")),
 ];
 
 #[test]
@@ -137,37 +272,8 @@ fn host_patterns_match_ansible_list_hosts() {
         .iter()
         .map(|(p, l)| (*p, l.map(|l| l.replace("@tests/", &format!("@{}/tests/", repo().display())))))
         .collect();
-    let mut child = ansible_cmd("python")
-        .arg(repo().join("tests/peers/ansible_hosts.py"))
-        .arg(inv_s)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&cases).unwrap().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "oracle failed");
-    let oracle: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let mut failures = vec![];
-    for ((pattern, limit), want) in cases.iter().zip(oracle) {
-        let mut args = vec!["hosts", pattern, "-i", inv_s];
-        if let Some(l) = limit {
-            args.extend(["--limit", l.as_str()]);
-        }
-        let ours = copctl(None, &args);
-        let got: Value = if ours.status.success() {
-            Value::from(stdout(&ours).lines().map(str::to_string).collect::<Vec<_>>())
-        } else {
-            serde_json::json!({"error": stderr(&ours)})
-        };
-        let same = match (&want, &got) {
-            (Value::Object(_), Value::Object(_)) => true, // both refused the pattern
-            _ => want == got,
-        };
-        if !same {
-            failures.push(format!("pattern {pattern:?} limit {limit:?}: ansible {want} copctl {got}"));
-        }
-    }
+    let cases: Vec<(String, Option<String>)> = cases.into_iter().map(|(p, l)| (p.to_string(), l)).collect();
+    let failures = compare_patterns(inv_s, &cases);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -176,7 +282,7 @@ fn host_patterns_match_ansible_list_hosts() {
 fn oracle_helper_agrees_with_ansible_cli() {
     let inv = fixture("patterns.ini");
     let inv_s = inv.to_str().unwrap();
-    for (pattern, limit) in [("web:!db", None), ("k8s[1:]", Some("web"))] {
+    for (pattern, limit) in [("web:!db", None), ("k8s[1:]", Some("web")), ("web[9]", None), ("nosuch:web01", None)] {
         let mut cmd = ansible_cmd("ansible");
         cmd.args(["-i", inv_s, pattern, "--list-hosts"]);
         if let Some(l) = limit {

@@ -37,6 +37,16 @@ pub fn parse(source: Source) -> Result<Inventory> {
     let err = |inv: &Inventory, line: usize, col: usize, msg: String, label: &str, help: &str| -> Error {
         inv.source.error_at(line, col, 0, msg, label, Some(help.to_string()))
     };
+    if text.starts_with("$ANSIBLE_VAULT;") {
+        return Err(err(
+            &inv,
+            1,
+            1,
+            "this inventory is a vault-encrypted file; copctl does not read vault files as inventory yet".into(),
+            "Ansible Vault header",
+            "decrypt it (ansible-vault decrypt --output inventory.ini FILE) and pass the plain INI file with -i",
+        ));
+    }
     for (idx, raw) in text.lines().enumerate() {
         let lineno = idx + 1;
         let line = raw.trim();
@@ -217,7 +227,8 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
         ));
     }
     let names = if range::has_range(&pattern) {
-        range::expand(&pattern).map_err(|m| {
+        let room = super::MAX_HOSTS - inv.hosts.len();
+        range::expand_at_most(&pattern, room).map_err(|m| {
             inv.source.error_at(
                 lineno,
                 col,
@@ -245,6 +256,16 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
         };
         vars.push((k.to_string(), pyliteral::parse_value(v)));
     }
+    if inv.hosts.len() >= super::MAX_HOSTS && !names.iter().all(|n| inv.hosts.contains_key(n)) {
+        return Err(inv.source.error_at(
+            lineno,
+            col,
+            first.len(),
+            format!("the inventory holds more than {} hosts", super::MAX_HOSTS),
+            "one host too many",
+            Some(format!("copctl reads at most {} hosts per inventory", super::MAX_HOSTS)),
+        ));
+    }
     for name in names {
         if name.trim() == "---" {
             return Err(inv.source.error_at(
@@ -264,15 +285,14 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
             }
             Host { name: name.clone(), vars, groups: vec![], line: lineno }
         });
-        if !host.groups.iter().any(|g| g == group) {
-            host.groups.push(group.to_string());
-        }
         for (k, v) in &vars {
             host.vars.insert(k.clone(), v.clone());
         }
-        let g = &mut inv.groups[group];
-        if !g.hosts.contains(&name) {
-            g.hosts.push(name);
+        // The host's own group list says whether the group has it: a search of the group's
+        // hosts would make a 100,000-host range quadratic.
+        if !host.groups.iter().any(|g| g == group) {
+            host.groups.push(group.to_string());
+            inv.groups[group].hosts.push(name);
         }
     }
     Ok(())

@@ -20,6 +20,13 @@ pub use pyliteral::parse_value;
 
 pub type Vars = IndexMap<String, Value>;
 
+/// The most hosts one inventory may hold, ranges expanded: far above any cluster copctl drives,
+/// far below what would exhaust memory (`web[1:100000000]` is refused at its line).
+pub const MAX_HOSTS: usize = 100_000;
+
+/// The largest inventory file read, checked before reading it.
+pub const MAX_INVENTORY_BYTES: u64 = 64 << 20;
+
 #[derive(Debug, Clone)]
 pub struct Host {
     pub name: String,
@@ -74,6 +81,19 @@ impl Inventory {
     }
 
     pub fn load(path: &std::path::Path) -> Result<Inventory> {
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.is_file()
+            && meta.len() > MAX_INVENTORY_BYTES
+        {
+            return Err(crate::error::Error::with_help(
+                format!(
+                    "{}: the inventory is {} bytes; copctl reads inventories of at most {MAX_INVENTORY_BYTES} bytes",
+                    path.display(),
+                    meta.len()
+                ),
+                format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
+            ));
+        }
         Inventory::parse(crate::error::read_source(path)?)
     }
 
@@ -106,18 +126,21 @@ impl Inventory {
             }
         }
         let host_names: Vec<String> = self.hosts.keys().cloned().collect();
+        let mut leave_ungrouped: IndexSet<String> = IndexSet::new();
         for h in &host_names {
             let groups = self.hosts[h].groups.clone();
             if groups.iter().any(|g| g == "ungrouped") {
                 if groups.iter().any(|g| g != "ungrouped" && g != "all") {
-                    self.groups["ungrouped"].hosts.retain(|x| x != h);
+                    leave_ungrouped.insert(h.clone());
                     self.hosts[h].groups.retain(|g| g != "ungrouped");
                 }
-            } else if groups.is_empty() {
+            } else if groups.is_empty() || groups == ["all"] {
+                // A host listed only under an explicit [all] is ungrouped too, as in Ansible.
                 self.groups["ungrouped"].hosts.push(h.clone());
                 self.hosts[h].groups.push("ungrouped".into());
             }
         }
+        self.groups["ungrouped"].hosts.retain(|x| !leave_ungrouped.contains(x));
         // Depth: longest path from `all` (the graph is acyclic; the parser refuses loops).
         let mut depth: IndexMap<String, usize> = IndexMap::new();
         fn depth_of(inv: &Inventory, g: &str, memo: &mut IndexMap<String, usize>) -> usize {
@@ -167,8 +190,15 @@ impl Inventory {
         v
     }
 
-    /// The host's inventory variables: `all` < groups by (depth, priority, name) < host.
+    /// The host's inventory variables: `all` < groups by (depth, priority, name) < host, as
+    /// playbooks and templates see them (bytes literals as plain text).
     pub fn host_vars(&self, host: &str) -> Vars {
+        self.listed_host_vars(host).into_iter().map(|(k, v)| (k, pyliteral::strip_unsafe(&v))).collect()
+    }
+
+    /// The host's variables as `ansible-inventory --list` and `--host` print them: a bytes
+    /// literal stays `{"__ansible_unsafe": "text"}`, Ansible's mark for a value never templated.
+    pub fn listed_host_vars(&self, host: &str) -> Vars {
         let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
         groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
         let mut out = Vars::new();

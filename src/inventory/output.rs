@@ -15,7 +15,7 @@ pub fn list_json(inv: &Inventory) -> Value {
     format_group(inv, "all", &hosts, &mut seen, &mut out);
     let mut hostvars = Map::new();
     for h in &hosts {
-        let vars = inv.host_vars(h);
+        let vars = inv.listed_host_vars(h);
         if !vars.is_empty() {
             let mut v = Value::Object(vars.into_iter().collect());
             mask_secret_values(&mut v);
@@ -102,7 +102,7 @@ fn graph_group(inv: &Inventory, name: &str, depth: usize, lines: &mut Vec<String
 /// `ansible-inventory --host NAME`: the host's merged variables.
 pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
     inv.hosts.get(host)?;
-    let mut v = Value::Object(inv.host_vars(host).into_iter().collect());
+    let mut v = Value::Object(inv.listed_host_vars(host).into_iter().collect());
     mask_secret_values(&mut v);
     Some(v)
 }

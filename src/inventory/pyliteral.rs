@@ -4,6 +4,19 @@
 
 use serde_json::{Map, Number, Value};
 
+/// The key Ansible's JSON gives a value not to be templated: `{"__ansible_unsafe": "text"}`.
+pub const UNSAFE: &str = "__ansible_unsafe";
+
+/// A value with every unsafe marker replaced by its text: what playbooks and templates see.
+pub fn strip_unsafe(v: &Value) -> Value {
+    match v {
+        Value::Object(m) if m.len() == 1 && m.get(UNSAFE).is_some_and(Value::is_string) => m[UNSAFE].clone(),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), strip_unsafe(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(strip_unsafe).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Ansible's `_parse_value`: the typed value, or the text itself.
 pub fn parse_value(text: &str) -> Value {
     match literal_eval(text) {
@@ -84,6 +97,10 @@ impl Parser<'_> {
             b'{' => {
                 self.i += 1;
                 self.brace()
+            }
+            b'.' if self.s[self.i..].starts_with(b"...") => {
+                self.i += 3;
+                Some(Value::String("...".into())) // Ellipsis, which Ansible writes as text
             }
             b'0'..=b'9' | b'.' => self.number(),
             _ => self.word_or_string(),
@@ -171,6 +188,8 @@ impl Parser<'_> {
 
     fn word_or_string(&mut self) -> Option<Value> {
         let mut out: Option<String> = None;
+        // Bytes and text literals cannot be concatenated (Python's SyntaxError).
+        let mut bytes: Option<bool> = None;
         loop {
             self.skip_ws();
             let start = self.i;
@@ -180,19 +199,37 @@ impl Parser<'_> {
             let word = &self.src[start..self.i];
             match self.peek() {
                 Some(q @ (b'\'' | b'"')) if is_string_prefix(word) => {
-                    let raw = word.to_ascii_lowercase().contains('r');
-                    let s = self.string(q, raw)?;
+                    let lower = word.to_ascii_lowercase();
+                    let is_bytes = lower.contains('b');
+                    if *bytes.get_or_insert(is_bytes) != is_bytes {
+                        return None;
+                    }
+                    let body_start = self.i;
+                    let s = self.string(q, lower.contains('r'))?;
+                    if is_bytes && !self.src[body_start..self.i].is_ascii() {
+                        return None; // "bytes can only contain ASCII literal characters"
+                    }
                     out.get_or_insert_with(String::new).push_str(&s);
                 }
                 _ => {
-                    if out.is_some() {
+                    if let Some(text) = out {
                         self.i = start;
-                        return out.map(Value::String);
+                        // Ansible decodes bytes to text and marks it unsafe (never templated);
+                        // this is how its JSON writes such a value.
+                        return Some(if bytes == Some(true) {
+                            let mut m = Map::new();
+                            m.insert(UNSAFE.into(), Value::String(text));
+                            Value::Object(m)
+                        } else {
+                            Value::String(text)
+                        });
                     }
                     return match word {
                         "True" => Some(Value::Bool(true)),
                         "False" => Some(Value::Bool(false)),
                         "None" => Some(Value::Null),
+                        // The one call literal_eval accepts: the empty set, which Ansible makes a list.
+                        "set" if self.eat(b'(') && self.eat(b')') => Some(Value::Array(vec![])),
                         "" if self.src[self.i..].starts_with("...") => {
                             self.i += 3;
                             Some(Value::String("...".into()))
@@ -317,8 +354,14 @@ fn parse_number(t: &str) -> Option<Value> {
     if let Some(rest) = lower.strip_prefix("0b") {
         return int(rest.strip_prefix('_').unwrap_or(rest), 2);
     }
-    if lower.ends_with('j') {
-        return None; // complex: Ansible keeps the text
+    if let Some(imag) = lower.strip_suffix('j') {
+        // An imaginary literal: Ansible keeps the complex number as its text, `str(1j)`.
+        let f = match parse_number(imag).or_else(|| parse_number(imag.trim_start_matches(['0', '_'])))? {
+            Value::Number(n) => n.as_f64()?,
+            _ => return None,
+        };
+        let text = if f.fract() == 0.0 && f.abs() < 1e16 { format!("{}j", f as i64) } else { format!("{f}j") };
+        return Some(Value::String(text));
     }
     if !lower.contains(['.', 'e']) {
         if !digits_ok(&lower, 10) {
@@ -397,7 +440,14 @@ mod tests {
             ("1j", json!("1j")),
             ("{k:1}", json!("{k:1}")),
             ("f'x'", json!("f'x'")),
-            ("b'zz'", json!("zz")),
+            ("b'zz'", json!({"__ansible_unsafe": "zz"})),
+            ("b'a' B\"b\"", json!({"__ansible_unsafe": "ab"})),
+            ("b'a' 'b'", json!("b'a' 'b'")),
+            ("set()", json!([])),
+            ("[1, set()]", json!([1, []])),
+            ("set([1])", json!("set([1])")),
+            ("frozenset()", json!("frozenset()")),
+            ("[..., 1j, 1.5j, 01j]", json!(["...", "1j", "1.5j", "1j"])),
             ("1.2.3.4", json!("1.2.3.4")),
             ("", json!("")),
         ];
