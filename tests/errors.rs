@@ -352,7 +352,9 @@ fn limit_that_matches_nothing() {
         .status(1)
         .stdout("")
         .stderr(
-            r#"  x --limit 'wokers' matches no host in inventory.ini
+            // As Ansible: the entry is ignored with a warning, then the empty limit stops the run.
+            r#"warning: could not match supplied host pattern, ignoring: wokers (did you mean: workers?)
+  x --limit 'wokers' matches no host in inventory.ini
   help: did you mean: workers?
 
 "#,

@@ -227,7 +227,9 @@ fn keygen_find(file: &Path, name: &str) -> Vec<usize> {
     let o = Command::new("ssh-keygen").arg("-F").arg(name).arg("-f").arg(file).output().unwrap();
     stdout(&o)
         .lines()
-        .filter_map(|l| l.split_once(" found: line ").map(|(_, n)| n.split_whitespace().next().unwrap().parse().unwrap()))
+        .filter_map(|l| {
+            l.split_once(" found: line ").map(|(_, n)| n.split_whitespace().next().unwrap().parse().unwrap())
+        })
         .collect()
 }
 

@@ -65,11 +65,25 @@ pub enum Verdict {
 /// Why a host key was refused; becomes the host's error.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostKeyProblem {
-    Revoked { at: Location, fingerprint: String },
-    Changed { at: Location, fingerprint: String, entry: String },
-    Unknown { file: PathBuf, fingerprint: String },
+    Revoked {
+        at: Location,
+        fingerprint: String,
+    },
+    Changed {
+        at: Location,
+        fingerprint: String,
+        entry: String,
+    },
+    Unknown {
+        file: PathBuf,
+        fingerprint: String,
+    },
     /// accept-new could not append the key.
-    NotRecorded { file: PathBuf, fingerprint: String, reason: String },
+    NotRecorded {
+        file: PathBuf,
+        fingerprint: String,
+        reason: String,
+    },
 }
 
 impl HostKeyProblem {
@@ -322,7 +336,8 @@ impl KnownHosts {
         let lines = self.lines(files, &host_entry(&host.to_ascii_lowercase(), port));
         let recorded = |a: &Algorithm| {
             lines.iter().any(|l| {
-                l.marker.is_none() && (l.key.algorithm() == *a || (matches!(a, Algorithm::Rsa { .. }) && l.key.algorithm().is_rsa()))
+                l.marker.is_none()
+                    && (l.key.algorithm() == *a || (matches!(a, Algorithm::Rsa { .. }) && l.key.algorithm().is_rsa()))
             })
         };
         let (mut first, last): (Vec<Algorithm>, Vec<Algorithm>) = preferred.iter().cloned().partition(recorded);
@@ -355,7 +370,9 @@ impl KnownHosts {
             if let Some(l) = lines.iter().find(|l| l.marker == Some(Marker::CertAuthority) && same_key(&l.key, &ca)) {
                 match certificate_flaw(cert, &l.key, &hostname) {
                     None => return Ok(()),
-                    Some(why) => tracing::warn!("{host}: host certificate not accepted ({why}); checking its plain key"),
+                    Some(why) => {
+                        tracing::warn!("{host}: host certificate not accepted ({why}); checking its plain key")
+                    }
                 }
             }
             // As ssh does, a certificate no recorded authority vouches for is checked as its plain key.
@@ -370,9 +387,13 @@ impl KnownHosts {
                 Err(HostKeyProblem::Changed { at, fingerprint, entry: host_entry(&hostname, port) })
             }
             Verdict::Unknown => match (self.policy, user.first()) {
-                (HostKeyPolicy::AcceptNew, Some(file)) => self
-                    .learn_into(file, host, port, files, &key, hash)
-                    .map_err(|e| HostKeyProblem::NotRecorded { file: file.clone(), fingerprint, reason: e.to_string() }),
+                (HostKeyPolicy::AcceptNew, Some(file)) => {
+                    self.learn_into(file, host, port, files, &key, hash).map_err(|e| HostKeyProblem::NotRecorded {
+                        file: file.clone(),
+                        fingerprint,
+                        reason: e.to_string(),
+                    })
+                }
                 (_, file) => Err(HostKeyProblem::Unknown {
                     file: file.cloned().unwrap_or_else(|| PathBuf::from("none")),
                     fingerprint,

@@ -240,9 +240,8 @@ where
         files: ep.known_hosts.clone(),
         problem: problem.clone(),
     };
-    let r =
-        tokio::time::timeout(opts.connect_timeout, client::connect_stream(opts.client_config(ep), stream, handler))
-            .await;
+    let r = tokio::time::timeout(opts.connect_timeout, client::connect_stream(opts.client_config(ep), stream, handler))
+        .await;
     let taken = problem.lock().unwrap_or_else(|e| e.into_inner()).take();
     match (r, taken) {
         (_, Some(problem)) => Err(problem.into_error(host)),
