@@ -4,7 +4,7 @@
 //! regresses; docs/reliability.md lists them with their figures.
 
 mod common;
-mod lab;
+use common::lab;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -4,7 +4,7 @@
 //! certificates from a `@cert-authority`, files and hashing from ssh_config.
 
 mod common;
-mod lab;
+use common::lab;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! its own filesystem, hostname and process tree. No mock of SSH anywhere.
 
 mod common;
-mod lab;
+use common::lab;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
