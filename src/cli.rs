@@ -528,9 +528,12 @@ fn run_playbooks(
     a: RunArgs,
 ) -> Result<i32> {
     crate::run::catch_early_signals();
-    let site = cli.site(extra_vars)?;
-    let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
-    let plan = plan::plan(&site, pbs, limit)?;
+    let (site, plan) = crate::run::load_interruptibly(a.output, cli.verbose, || {
+        let site = cli.site(extra_vars)?;
+        let pbs = playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+        let plan = plan::plan(&site, pbs, limit)?;
+        Ok((site, plan))
+    })?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }
