@@ -27,7 +27,7 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
             out.insert(r.clone(), placeholder_result());
         }
         if let Action::SetFact(m) = &s.action {
-            for (k, v) in m {
+            for (k, v) in m.iter() {
                 out.insert(k.clone(), if v.is_string() { json!("") } else { v.clone() });
             }
         }

@@ -1,5 +1,7 @@
 //! Playbooks: the YAML model (plays, steps, handlers), loaded from the binary's embedded
 //! `playbooks/` or from a site's override directory, and validated before anything runs.
+//! Layering: above `steps` (a step's action is one of its kinds, with that kind's arguments),
+//! below `plan` and `run`; it never imports either.
 
 pub mod step;
 
@@ -350,10 +352,7 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
         None => action.kind().to_string(),
     };
     let read_only = def.read_only.unwrap_or_else(|| action.inherently_read_only());
-    if def.read_only == Some(true)
-        && !action.inherently_read_only()
-        && !matches!(action, Action::Command(_) | Action::Shell(_) | Action::Kube(_))
-    {
+    if def.read_only == Some(true) && !action.inherently_read_only() && !action.may_be_read_only() {
         return Err(source.error_at(line, col, 0, format!("a {} step cannot be read_only", action.kind()), "changes the host", Some(
             "only command, shell and kube steps can be declared read_only (and slurp, fetch, wait_for, assert, debug, set_fact are already)".into(),
         )));

@@ -1,11 +1,72 @@
-//! `command` (an argv, no shell) and `shell`. Both report `changed` unless a guard says otherwise:
-//! `creates`/`removes` skip the command when the path already is / is not there, `unless` skips
-//! it when its own command succeeds. In check mode they run only the guards: a command whose
-//! outcome no guard can predict is skipped and says so (not silently, Ansible's #61285).
+//! `command`: an argv, no shell (a line is split as a shell would, without running one). Both
+//! `command` and `shell` report `changed` unless a guard says otherwise: `creates`/`removes` skip
+//! the command when the path already is / is not there, `unless` skips it when its own command
+//! succeeds. In check mode they run only the guards: a command whose outcome no guard can
+//! predict is skipped and says so (not silently, Ansible's #61285).
 
-use super::{Outcome, StepCtx};
-use crate::playbook::step::CommandArgs;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Kind, Outcome, StepCtx};
 use crate::template::shell_quote;
+
+/// `command:` is an argv list (no shell) or a line split like a shell would, without running one.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum CommandArgs {
+    Line(String),
+    Argv(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for CommandArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CommandArgs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a command line or a list of arguments")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<CommandArgs, E> {
+                Ok(CommandArgs::Line(s.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CommandArgs, A::Error> {
+                // Arguments are text: `[true]` or `[sleep, 5]` mean the words, not a bool or number.
+                let mut argv = Vec::new();
+                while let Some(v) = seq.next_element::<Value>()? {
+                    argv.push(match v {
+                        Value::String(s) => s,
+                        Value::Bool(b) => b.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        other => {
+                            return Err(serde::de::Error::custom(format!("command arguments are words; got {other}")));
+                        }
+                    });
+                }
+                Ok(CommandArgs::Argv(argv))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Kind for CommandArgs {
+    const MAY_BE_READ_ONLY: bool = true;
+
+    async fn apply(&self, cx: &StepCtx<'_>, g: &Guards) -> Outcome {
+        let argv = match self {
+            CommandArgs::Argv(v) => v.clone(),
+            CommandArgs::Line(l) => match shlex::split(l) {
+                Some(v) => v,
+                None => return Outcome::failed(format!("cannot split the command line: {l}")),
+            },
+        };
+        if argv.is_empty() {
+            return Outcome::failed("empty command");
+        }
+        let line = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
+        run_line(cx, format!("exec {line}"), g).await
+    }
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct Guards {
@@ -53,7 +114,8 @@ fn wrap(g: &Guards, line: &str) -> String {
     s
 }
 
-async fn run(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outcome {
+/// Runs a command line under the guards (what `command` and `shell` share).
+pub(super) async fn run_line(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outcome {
     match guard(cx, g).await {
         Err(o) => return o,
         Ok(Some(o)) => return o,
@@ -92,23 +154,4 @@ async fn run(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outcome {
     .with_output(&out);
     o.commands.push(line);
     o
-}
-
-pub async fn command(cx: &StepCtx<'_>, a: &CommandArgs, g: &Guards) -> Outcome {
-    let argv = match a {
-        CommandArgs::Argv(v) => v.clone(),
-        CommandArgs::Line(l) => match shlex::split(l) {
-            Some(v) => v,
-            None => return Outcome::failed(format!("cannot split the command line: {l}")),
-        },
-    };
-    if argv.is_empty() {
-        return Outcome::failed("empty command");
-    }
-    let line = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-    run(cx, format!("exec {line}"), g).await
-}
-
-pub async fn shell(cx: &StepCtx<'_>, line: &str, g: &Guards) -> Outcome {
-    run(cx, line.to_string(), g).await
 }

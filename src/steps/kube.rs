@@ -1,22 +1,52 @@
-//! `kube` (node operations through kubectl on a control-plane host: cordon, uncordon, drain,
-//! delete, label, wait_ready) and `helm` (upgrade --install). kubectl is RKE2's
-//! (/var/lib/rancher/rke2/bin) when not on PATH, with RKE2's admin kubeconfig.
+//! `kube`: node operations through kubectl on a control-plane host (cordon, uncordon, drain,
+//! delete, label, wait_ready, gpu_drain_check). kubectl is RKE2's (/var/lib/rancher/rke2/bin)
+//! when not on PATH, with RKE2's admin kubeconfig; `helm` shares that prelude.
 //!
 //! copctl never uncordons a node it did not cordon: its cordon records itself in the node
 //! annotation `copctl.openmaru.io/cordoned=true` (so a resumed run knows too), and uncordon acts
 //! only on nodes carrying it — an admin's cordon stays (kured and kubespray do the same).
 
-use sha2::{Digest, Sha256};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
 
-use super::{Outcome, StepCtx};
-use crate::playbook::step::{HelmArgs, KubeAction, KubeArgs};
+use super::{Flag, Guards, Kind, Number, Outcome, StepCtx};
 use crate::template::shell_quote;
 
-const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum KubeAction {
+    Cordon,
+    Uncordon,
+    Drain,
+    Delete,
+    Label,
+    WaitReady,
+    /// Before draining a GPU node: GPU work on it (pods holding ResourceClaims), and room for it
+    /// on the other GPU nodes (free devices in their resource slices).
+    GpuDrainCheck,
+}
+
+/// Node operations through kubectl on a control-plane host. `uncordon` only undoes a cordon
+/// copctl made itself (an admin's cordon stays).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubeArgs {
+    pub action: KubeAction,
+    pub node: String,
+    #[serde(default)]
+    pub labels: IndexMap<String, String>,
+    pub timeout: Option<Number>,
+    /// gpu_drain_check: go on although GPU work would be cut off (`--yes`).
+    pub yes: Option<Flag>,
+    /// gpu_drain_check: go on although no other GPU node could take the work (`--force`).
+    pub force: Option<Flag>,
+}
+
+pub(super) const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
     [ -z \"$KUBECONFIG\" ] && [ -r /etc/rancher/rke2/rke2.yaml ] && export KUBECONFIG=/etc/rancher/rke2/rke2.yaml; ";
 const MARK: &str = "copctl.openmaru.io/cordoned";
 
-fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
+pub(super) fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
     let changes = super::reported_changes(out);
     let text = String::from_utf8_lossy(&out.stdout);
     let notes: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("NOTE ")).collect();
@@ -33,108 +63,78 @@ fn report(out: &crate::transport::ExecOutput, what: &str) -> Outcome {
     o.with_output(out)
 }
 
-pub async fn kube(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
-    if a.action == KubeAction::GpuDrainCheck {
-        return gpu_drain_check(cx, a).await;
-    }
-    let n = shell_quote(&a.node);
-    let timeout = match a.timeout.as_ref().map(|n| n.get()).transpose() {
-        Ok(t) => t.unwrap_or(600),
-        Err(e) => return Outcome::failed(format!("kube timeout: {e}")),
-    };
-    let cordon = format!(
-        "if [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE already cordoned'; \
-         else do_ cordoned \"$K cordon {n} && $K annotate node {n} {MARK}=true --overwrite\"; fi\n"
-    );
-    let body = match a.action {
-        KubeAction::Cordon => cordon,
-        KubeAction::Uncordon => format!(
-            "m=$($K get node {n} -o jsonpath='{{.metadata.annotations.copctl\\.openmaru\\.io/cordoned}}') || exit 1; \
-             if [ \"$m\" = true ]; then do_ uncordoned \"$K uncordon {n} && $K annotate node {n} {MARK}-\"; \
-             elif [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE left cordoned: not cordoned by copctl'; fi\n"
-        ),
-        KubeAction::Drain => format!(
-            "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s\"\n"
-        ),
-        KubeAction::Delete => {
-            format!("if $K get node {n} >/dev/null 2>&1; then do_ deleted \"$K delete node {n}\"; fi\n")
-        }
-        KubeAction::Label => {
-            let mut s = format!("cur=$($K get node {n} -o jsonpath='{{.metadata.labels}}') || exit 1\n");
-            for (k, v) in &a.labels {
-                let pair = format!("\"{k}\":\"{v}\"");
-                s.push_str(&format!(
-                    "case \"$cur\" in *{p}*) ;; *) do_ {kv} \"$K label node {n} {kv} --overwrite\";; esac\n",
-                    p = shell_quote(&pair),
-                    kv = shell_quote(&format!("{k}={v}"))
-                ));
-            }
-            s
-        }
-        KubeAction::GpuDrainCheck => unreachable!("handled above"),
-        KubeAction::WaitReady => {
-            if cx.check {
-                return Outcome::skipped(format!("check mode: would wait for {} to be Ready", a.node));
-            }
-            format!(
-                "end=$(( $(date +%s) + {timeout} )); while :; do \
-                 r=$($K get node {n} -o jsonpath='{{.status.conditions[?(@.type==\"Ready\")].status}}' 2>/dev/null); \
-                 [ \"$r\" = True ] && exit 0; [ $(date +%s) -ge $end ] && {{ echo \"node {node} not Ready after {timeout}s\" >&2; exit 1; }}; sleep 2; done\n",
-                node = a.node.replace(['"', '\'', '`', '$', '\\'], "_")
-            )
-        }
-    };
-    let script = format!(
-        "{PRELUDE}CHECK={}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\" || exit 1; }}\n{body}",
-        cx.check as u8
-    );
-    let out = match cx.sh(&script, None).await {
-        Ok(o) => o,
-        Err(o) => return o,
-    };
-    let what = format!("{:?} {}", a.action, a.node).to_lowercase();
-    let mut o = report(&out, &what);
-    o.commands.push(body);
-    o
-}
+impl Kind for KubeArgs {
+    const MAY_BE_READ_ONLY: bool = true;
 
-pub async fn helm(cx: &StepCtx<'_>, a: &HelmArgs) -> Outcome {
-    let q = shell_quote;
-    let mut args = format!("upgrade --install {} {} -n {}", q(&a.release), q(&a.chart), q(&a.namespace));
-    if a.create_namespace {
-        args.push_str(" --create-namespace");
+    fn read_only(&self) -> bool {
+        matches!(self.action, KubeAction::WaitReady | KubeAction::GpuDrainCheck)
     }
-    if let Some(v) = &a.version {
-        args.push_str(&format!(" --version {}", q(v)));
-    }
-    for (k, v) in &a.set {
-        let v = match v {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
+
+    async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let a = self;
+        if a.action == KubeAction::GpuDrainCheck {
+            return gpu_drain_check(cx, a).await;
+        }
+        let n = shell_quote(&a.node);
+        let timeout = match a.timeout.as_ref().map(|n| n.get()).transpose() {
+            Ok(t) => t.unwrap_or(600),
+            Err(e) => return Outcome::failed(format!("kube timeout: {e}")),
         };
-        args.push_str(&format!(" --set {}", q(&format!("{k}={v}"))));
+        let cordon = format!(
+            "if [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE already cordoned'; \
+             else do_ cordoned \"$K cordon {n} && $K annotate node {n} {MARK}=true --overwrite\"; fi\n"
+        );
+        let body = match a.action {
+            KubeAction::Cordon => cordon,
+            KubeAction::Uncordon => format!(
+                "m=$($K get node {n} -o jsonpath='{{.metadata.annotations.copctl\\.openmaru\\.io/cordoned}}') || exit 1; \
+                 if [ \"$m\" = true ]; then do_ uncordoned \"$K uncordon {n} && $K annotate node {n} {MARK}-\"; \
+                 elif [ \"$($K get node {n} -o jsonpath='{{.spec.unschedulable}}')\" = true ]; then echo 'NOTE left cordoned: not cordoned by copctl'; fi\n"
+            ),
+            KubeAction::Drain => format!(
+                "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s\"\n"
+            ),
+            KubeAction::Delete => {
+                format!("if $K get node {n} >/dev/null 2>&1; then do_ deleted \"$K delete node {n}\"; fi\n")
+            }
+            KubeAction::Label => {
+                let mut s = format!("cur=$($K get node {n} -o jsonpath='{{.metadata.labels}}') || exit 1\n");
+                for (k, v) in &a.labels {
+                    let pair = format!("\"{k}\":\"{v}\"");
+                    s.push_str(&format!(
+                        "case \"$cur\" in *{p}*) ;; *) do_ {kv} \"$K label node {n} {kv} --overwrite\";; esac\n",
+                        p = shell_quote(&pair),
+                        kv = shell_quote(&format!("{k}={v}"))
+                    ));
+                }
+                s
+            }
+            KubeAction::GpuDrainCheck => unreachable!("handled above"),
+            KubeAction::WaitReady => {
+                if cx.check {
+                    return Outcome::skipped(format!("check mode: would wait for {} to be Ready", a.node));
+                }
+                format!(
+                    "end=$(( $(date +%s) + {timeout} )); while :; do \
+                     r=$($K get node {n} -o jsonpath='{{.status.conditions[?(@.type==\"Ready\")].status}}' 2>/dev/null); \
+                     [ \"$r\" = True ] && exit 0; [ $(date +%s) -ge $end ] && {{ echo \"node {node} not Ready after {timeout}s\" >&2; exit 1; }}; sleep 2; done\n",
+                    node = a.node.replace(['"', '\'', '`', '$', '\\'], "_")
+                )
+            }
+        };
+        let script = format!(
+            "{PRELUDE}CHECK={}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\" || exit 1; }}\n{body}",
+            cx.check as u8
+        );
+        let out = match cx.sh(&script, None).await {
+            Ok(o) => o,
+            Err(o) => return o,
+        };
+        let what = format!("{:?} {}", a.action, a.node).to_lowercase();
+        let mut o = report(&out, &what);
+        o.commands.push(body);
+        o
     }
-    if let Some(f) = &a.values {
-        args.push_str(&format!(" -f {}", q(f)));
-    }
-    // The desired release, hashed into the revision's description: equal hash, nothing to do.
-    let digest = hex::encode(&Sha256::digest(args.as_bytes())[..8]);
-    let script = format!(
-        "{PRELUDE}H=$(command -v helm || echo /usr/local/bin/helm); CHECK={check}; \
-         cur=$($H history {r} -n {ns} --max 1 -o json 2>/dev/null || true); \
-         case \"$cur\" in *copctl-{digest}*) echo 'NOTE release up to date'; exit 0;; esac; \
-         echo 'CHANGED {r}'; [ $CHECK = 1 ] && exit 0; $H {args} --description copctl-{digest}",
-        check = cx.check as u8,
-        r = q(&a.release),
-        ns = q(&a.namespace),
-    );
-    let out = match cx.sh(&script, None).await {
-        Ok(o) => o,
-        Err(o) => return o,
-    };
-    let mut o = report(&out, &format!("helm {}", a.release));
-    o.commands.push(format!("helm {args}"));
-    o
 }
 
 /// The manual's "Maintenance on GPU Nodes": before a GPU node is drained, the pods on it holding

@@ -1,25 +1,142 @@
-//! Step kinds, one module each, all of the same shape: check what the host has, compute the
-//! difference, apply it unless in check mode, and report ok / changed / skipped / failed with the
-//! reason. A step gets its arguments already rendered for its host.
+//! Step kinds, one file each: its arguments (read from the step, unknown fields refused) and its
+//! check → (diff) → apply, reporting ok / changed / skipped / failed with the reason. `kinds!`
+//! lists the kinds once; `Action`, `KINDS`, the action fields of `playbook::StepDef` and the
+//! dispatch here are all derived from it. A new kind is its file plus one line there.
+//!
+//! Layering: below the playbook model (a step holds an `Action`), above templates and the
+//! transport. Steps know nothing of playbooks, plans or runs; a step gets its arguments already
+//! rendered for its host.
 
-mod command;
-mod file;
-mod kube;
-mod lines;
-mod logic;
-mod package;
-mod service;
+mod args;
+mod edit;
 mod transfer;
-mod wait;
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::playbook::Action;
+pub use args::{Flag, Mode, ModeError, Number, OneOrMany, Presence};
+pub use command::Guards;
+
 use crate::template::Templates;
 use crate::transport::{ExecOutput, ExecRequest, HostConnection, Pool, TransportError};
+
+/// The step kinds, each `name: Variant(Args)`: `name` is the key a step writes, the kind's name
+/// and its file in src/steps/; `Args` is declared there, with its `impl Kind`. This list is the
+/// only place that enumerates kinds: `$then!` receives it and derives what it needs.
+macro_rules! kinds {
+    ($then:ident) => {
+        $then! {
+            command: Command(CommandArgs),
+            shell: Shell(ShellArgs),
+            copy: Copy(CopyArgs),
+            template: Template(TemplateArgs),
+            file: File(FileArgs),
+            line: Line(LineArgs),
+            block: Block(BlockArgs),
+            service: Service(ServiceArgs),
+            package: Package(PackageArgs),
+            slurp: Slurp(SlurpArgs),
+            fetch: Fetch(FetchArgs),
+            wait_for: WaitFor(WaitForArgs),
+            reboot: Reboot(RebootArgs),
+            authorized_key: AuthorizedKey(AuthorizedKeyArgs),
+            kube: Kube(KubeArgs),
+            helm: Helm(HelmArgs),
+            assert: Assert(AssertArgs),
+            debug: Debug(DebugArgs),
+            set_fact: SetFact(SetFactArgs),
+        }
+    };
+}
+pub(crate) use kinds;
+
+/// What every kind is: arguments that serialize (so they can be rendered for a host through
+/// their JSON form) and an apply that checks first and changes only what differs.
+pub trait Kind: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync {
+    /// Whether the engine renders the arguments for the host before `apply`; kinds that evaluate
+    /// expressions themselves (`assert`, `debug`, `set_fact`) say no.
+    const RENDERED: bool = true;
+
+    /// Whether a step of this kind may be declared `read_only: true` (a command that only reads).
+    const MAY_BE_READ_ONLY: bool = false;
+
+    /// Cannot change a host, whatever it is given.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    /// The `mode:` of the file the step writes, if it has one (checked when the playbook loads).
+    fn mode(&self) -> Option<&Mode> {
+        None
+    }
+
+    /// Checks the host and applies what differs (only reports it in check mode).
+    fn apply(&self, cx: &StepCtx<'_>, guards: &Guards) -> impl Future<Output = Outcome> + Send;
+}
+
+/// Everything derived from `kinds!` on this side: the modules, `Action`, `KINDS`, dispatch.
+macro_rules! derive_from_kinds {
+    ($($kind:ident: $Variant:ident($Args:ident)),* $(,)?) => {
+        $(pub mod $kind;)*
+        $(pub use $kind::$Args;)*
+
+        /// The action of a step, once validated: one kind with its arguments.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            $($Variant($Args),)*
+        }
+
+        /// Every kind's name, in the order of `kinds!`.
+        pub const KINDS: &[&str] = &[$(stringify!($kind)),*];
+
+        impl Action {
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Action::$Variant(_) => stringify!($kind),)*
+                }
+            }
+
+            /// The `mode:` of the file the step writes, if it has one.
+            pub fn mode(&self) -> Option<&Mode> {
+                match self {
+                    $(Action::$Variant(a) => a.mode(),)*
+                }
+            }
+
+            /// Kinds that cannot change a host. Any other step is read-only only when it says so.
+            pub fn inherently_read_only(&self) -> bool {
+                match self {
+                    $(Action::$Variant(a) => a.read_only(),)*
+                }
+            }
+
+            /// Whether the step may be declared `read_only: true`.
+            pub fn may_be_read_only(&self) -> bool {
+                match self {
+                    $(Action::$Variant(_) => <$Args as Kind>::MAY_BE_READ_ONLY,)*
+                }
+            }
+
+            /// The arguments as JSON text: what the planner searches for the names a step uses.
+            pub fn text(&self) -> String {
+                let v = match self {
+                    $(Action::$Variant(a) => serde_json::to_value(a),)*
+                };
+                v.map(|v| v.to_string()).unwrap_or_default()
+            }
+        }
+
+        /// Runs one step's action on the host.
+        pub async fn run_action(cx: &StepCtx<'_>, action: &Action, guards: &Guards) -> Outcome {
+            match action {
+                $(Action::$Variant(a) => run_kind(cx, a, guards).await,)*
+            }
+        }
+    };
+}
+kinds!(derive_from_kinds);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -152,37 +269,13 @@ pub fn render_args<T: serde::Serialize + serde::de::DeserializeOwned>(
     serde_json::from_value(r).map_err(|e| format!("after rendering: {e}"))
 }
 
-/// Runs one step's action on the host.
-pub async fn run_action(cx: &StepCtx<'_>, action: &Action, guards: &command::Guards) -> Outcome {
-    macro_rules! args {
-        ($a:expr) => {
-            match render_args(cx.templates, $a, cx.vars) {
-                Ok(a) => a,
-                Err(e) => return Outcome::failed(e),
-            }
-        };
+/// Renders the arguments for the host (unless the kind evaluates them itself), then applies.
+async fn run_kind<K: Kind>(cx: &StepCtx<'_>, args: &K, guards: &Guards) -> Outcome {
+    if !K::RENDERED {
+        return args.apply(cx, guards).await;
     }
-    match action {
-        Action::Command(a) => command::command(cx, &args!(a), guards).await,
-        Action::Shell(a) => command::shell(cx, &args!(a), guards).await,
-        Action::Copy(a) => transfer::copy(cx, &args!(a)).await,
-        Action::Template(a) => transfer::template(cx, &args!(a)).await,
-        Action::File(a) => file::file(cx, &args!(a)).await,
-        Action::Line(a) => lines::line(cx, &args!(a)).await,
-        Action::Block(a) => lines::block(cx, &args!(a)).await,
-        Action::Service(a) => service::service(cx, &args!(a)).await,
-        Action::Package(a) => package::package(cx, &args!(a)).await,
-        Action::Slurp(a) => transfer::slurp(cx, &args!(a)).await,
-        Action::Fetch(a) => transfer::fetch(cx, &args!(a)).await,
-        Action::WaitFor(a) => wait::wait_for(cx, &args!(a)).await,
-        Action::Reboot(a) => wait::reboot(cx, &args!(a)).await,
-        Action::AuthorizedKey(a) => lines::authorized_key(cx, &args!(a)).await,
-        Action::Kube(a) => kube::kube(cx, &args!(a)).await,
-        Action::Helm(a) => kube::helm(cx, &args!(a)).await,
-        Action::Assert(a) => logic::assert(cx, a),
-        Action::Debug(a) => logic::debug(cx, a),
-        Action::SetFact(a) => logic::set_fact(cx, a),
+    match render_args(cx.templates, args, cx.vars) {
+        Ok(a) => a.apply(cx, guards).await,
+        Err(e) => Outcome::failed(e),
     }
 }
-
-pub use command::Guards;

@@ -2,50 +2,64 @@
 //! detected on the host). `from: DIR` installs package files already on the host (air-gapped
 //! sites) instead of asking a repository.
 
-use super::{Outcome, StepCtx};
-use crate::playbook::step::{PackageArgs, Presence};
+use serde::{Deserialize, Serialize};
+
+use super::{Guards, Kind, OneOrMany, Outcome, Presence, StepCtx};
 use crate::template::shell_quote;
 
-pub async fn package(cx: &StepCtx<'_>, a: &PackageArgs) -> Outcome {
-    let names: Vec<String> = a.name.to_vec();
-    let list = names.iter().map(|n| shell_quote(n)).collect::<Vec<_>>().join(" ");
-    let from = a.from.as_deref().map(shell_quote).unwrap_or_default();
-    let want_present = a.state == Presence::Present;
-    let s = format!(
-        "CHECK={check}; WANT={want}; FROM={from}\n\
-         if command -v apt-get >/dev/null; then is_in() {{ dpkg-query -W -f='${{Status}}' \"$1\" 2>/dev/null | grep -q 'install ok installed'; }}\n\
-           inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"_*.deb; shift; done; dpkg -i \"$@\"; \
-                     else DEBIAN_FRONTEND=noninteractive apt-get install -y -q \"$@\"; fi; }}\n\
-           rm_() {{ DEBIAN_FRONTEND=noninteractive apt-get remove -y -q \"$@\"; }}\n\
-         elif command -v dnf >/dev/null || command -v yum >/dev/null; then m=$(command -v dnf || command -v yum); is_in() {{ rpm -q \"$1\" >/dev/null 2>&1; }}\n\
-           inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"-[0-9]*.rpm; shift; done; $m install -y --disablerepo='*' \"$@\"; \
-                     else $m install -y \"$@\"; fi; }}\n\
-           rm_() {{ $m remove -y \"$@\"; }}\n\
-         elif command -v zypper >/dev/null; then is_in() {{ rpm -q \"$1\" >/dev/null 2>&1; }}\n\
-           inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"-[0-9]*.rpm; shift; done; fi; zypper -n install \"$@\"; }}\n\
-           rm_() {{ zypper -n remove \"$@\"; }}\n\
-         else echo 'no apt, dnf or zypper on this host' >&2; exit 3; fi\n\
-         todo=''; for p in {list}; do if is_in \"$p\"; then [ $WANT = 1 ] || todo=\"$todo $p\"; else [ $WANT = 0 ] || todo=\"$todo $p\"; fi; done\n\
-         [ -z \"$todo\" ] && exit 0; echo \"CHANGED$todo\"; [ $CHECK = 1 ] && exit 0\n\
-         if [ $WANT = 1 ]; then inst $todo; else rm_ $todo; fi",
-        check = cx.check as u8,
-        want = want_present as u8,
-    );
-    let out = match cx.sh(&s, None).await {
-        Ok(o) => o,
-        Err(o) => return o,
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let changed = text.lines().find_map(|l| l.strip_prefix("CHANGED")).map(|s| s.trim().to_string());
-    if !out.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Outcome::failed(
-            err.trim().lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n"),
-        )
-        .with_output(&out);
-    }
-    match changed {
-        None => Outcome::ok(""),
-        Some(p) => Outcome::changed(format!("{} {p}", if want_present { "installed" } else { "removed" })),
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PackageArgs {
+    pub name: OneOrMany<String>,
+    #[serde(default)]
+    pub state: Presence,
+    /// A directory on the host holding package files, for air-gapped installs.
+    pub from: Option<String>,
+}
+
+impl Kind for PackageArgs {
+    async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let a = self;
+        let names: Vec<String> = a.name.to_vec();
+        let list = names.iter().map(|n| shell_quote(n)).collect::<Vec<_>>().join(" ");
+        let from = a.from.as_deref().map(shell_quote).unwrap_or_default();
+        let want_present = a.state == Presence::Present;
+        let s = format!(
+            "CHECK={check}; WANT={want}; FROM={from}\n\
+             if command -v apt-get >/dev/null; then is_in() {{ dpkg-query -W -f='${{Status}}' \"$1\" 2>/dev/null | grep -q 'install ok installed'; }}\n\
+               inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"_*.deb; shift; done; dpkg -i \"$@\"; \
+                         else DEBIAN_FRONTEND=noninteractive apt-get install -y -q \"$@\"; fi; }}\n\
+               rm_() {{ DEBIAN_FRONTEND=noninteractive apt-get remove -y -q \"$@\"; }}\n\
+             elif command -v dnf >/dev/null || command -v yum >/dev/null; then m=$(command -v dnf || command -v yum); is_in() {{ rpm -q \"$1\" >/dev/null 2>&1; }}\n\
+               inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"-[0-9]*.rpm; shift; done; $m install -y --disablerepo='*' \"$@\"; \
+                         else $m install -y \"$@\"; fi; }}\n\
+               rm_() {{ $m remove -y \"$@\"; }}\n\
+             elif command -v zypper >/dev/null; then is_in() {{ rpm -q \"$1\" >/dev/null 2>&1; }}\n\
+               inst() {{ if [ -n \"$FROM\" ]; then for p in \"$@\"; do set -- \"$@\" \"$FROM\"/\"$p\"-[0-9]*.rpm; shift; done; fi; zypper -n install \"$@\"; }}\n\
+               rm_() {{ zypper -n remove \"$@\"; }}\n\
+             else echo 'no apt, dnf or zypper on this host' >&2; exit 3; fi\n\
+             todo=''; for p in {list}; do if is_in \"$p\"; then [ $WANT = 1 ] || todo=\"$todo $p\"; else [ $WANT = 0 ] || todo=\"$todo $p\"; fi; done\n\
+             [ -z \"$todo\" ] && exit 0; echo \"CHANGED$todo\"; [ $CHECK = 1 ] && exit 0\n\
+             if [ $WANT = 1 ]; then inst $todo; else rm_ $todo; fi",
+            check = cx.check as u8,
+            want = want_present as u8,
+        );
+        let out = match cx.sh(&s, None).await {
+            Ok(o) => o,
+            Err(o) => return o,
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let changed = text.lines().find_map(|l| l.strip_prefix("CHANGED")).map(|s| s.trim().to_string());
+        if !out.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Outcome::failed(
+                err.trim().lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n"),
+            )
+            .with_output(&out);
+        }
+        match changed {
+            None => Outcome::ok(""),
+            Some(p) => Outcome::changed(format!("{} {p}", if want_present { "installed" } else { "removed" })),
+        }
     }
 }

@@ -1,12 +1,12 @@
-//! Files from the bastion to hosts and back: `copy` (a local file or inline `content`),
-//! `template`, `slurp` (a remote file into a variable), `fetch` (a remote file to the bastion).
-//! Content is compared by sha256 before anything is written; writes are atomic.
+//! Files on hosts, for the kinds that write them (`copy`, `template`, `line`, `block`): what a
+//! path is (from SFTP where it can tell), content compared by sha256 before anything is written,
+//! atomic writes, and diffs. No kind of its own.
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use super::Mode;
 use super::{Outcome, StepCtx, transport_outcome};
-use crate::playbook::step::{CopyArgs, FetchArgs, Mode, SlurpArgs, TemplateArgs};
 use crate::template::shell_quote;
 use crate::transport::PutSource;
 
@@ -189,36 +189,12 @@ pub async fn ensure_content(
     o
 }
 
-pub async fn copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
-    match (&a.content, &a.src) {
-        (Some(c), None) => {
-            ensure_content(cx, &a.dest, c.clone().into_bytes(), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref())
-                .await
-        }
-        (None, Some(src)) => {
-            let p = cx.local_dir.join(src);
-            let meta = match std::fs::metadata(&p) {
-                Ok(m) => m,
-                Err(e) => return Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
-            };
-            // Small files go through the text path (diffs); large ones (artifacts, images) are
-            // hashed and streamed from disk, never held in memory.
-            if meta.len() <= 1 << 20 {
-                match std::fs::read(&p) {
-                    Ok(b) => {
-                        ensure_content(cx, &a.dest, b, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
-                    }
-                    Err(e) => Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
-                }
-            } else {
-                ensure_large_file(cx, &a.dest, &p, a.mode.as_ref()).await
-            }
-        }
-        _ => Outcome::failed("copy needs exactly one of src or content"),
-    }
-}
-
-async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path, mode: Option<&Mode>) -> Outcome {
+pub(super) async fn ensure_large_file(
+    cx: &StepCtx<'_>,
+    dest: &str,
+    local: &std::path::Path,
+    mode: Option<&Mode>,
+) -> Outcome {
     let mode = match mode.map(Mode::bits).transpose() {
         Ok(m) => m,
         Err(e) => return Outcome::failed(e.to_string()),
@@ -261,50 +237,4 @@ async fn ensure_large_file(cx: &StepCtx<'_>, dest: &str, local: &std::path::Path
         return transport_outcome(e);
     }
     o
-}
-
-pub async fn template(cx: &StepCtx<'_>, a: &TemplateArgs) -> Outcome {
-    let text = match cx.templates.render_file(&a.src, cx.vars) {
-        Ok(t) => t,
-        Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::template::describe_error(&e))),
-    };
-    ensure_content(cx, &a.dest, text.into_bytes(), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
-}
-
-pub async fn slurp(cx: &StepCtx<'_>, a: &SlurpArgs) -> Outcome {
-    match cx.conn.get(&a.path).await {
-        Ok(b) => {
-            use base64::Engine;
-            let mut o = Outcome::ok("");
-            o.result.insert("content".into(), json!(String::from_utf8_lossy(&b)));
-            o.result.insert("content_b64".into(), json!(base64::engine::general_purpose::STANDARD.encode(&b)));
-            o.result.insert("source".into(), json!(a.path));
-            o
-        }
-        Err(e) => transport_outcome(e),
-    }
-}
-
-pub async fn fetch(cx: &StepCtx<'_>, a: &FetchArgs) -> Outcome {
-    let data = match cx.conn.get(&a.src).await {
-        Ok(b) => b,
-        Err(e) => return transport_outcome(e),
-    };
-    let dest = cx.local_dir.join(&a.dest);
-    if std::fs::read(&dest).is_ok_and(|old| old == data) {
-        return Outcome::ok("");
-    }
-    if cx.check {
-        return Outcome::changed(format!("would write {}", dest.display()));
-    }
-    if let Some(dir) = dest.parent()
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        return Outcome::failed(format!("{}: {e}", dir.display()));
-    }
-    let tmp = dest.with_extension("copctl-tmp");
-    if let Err(e) = std::fs::write(&tmp, &data).and_then(|_| std::fs::rename(&tmp, &dest)) {
-        return Outcome::failed(format!("{}: {e}", dest.display()));
-    }
-    Outcome::changed(format!("fetched to {}", dest.display()))
 }

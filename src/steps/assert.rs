@@ -1,0 +1,39 @@
+//! `assert`: expressions that must all hold on the host's variables; runs nothing on the host.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Guards, Kind, OneOrMany, Outcome, StepCtx};
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AssertArgs {
+    pub that: OneOrMany<String>,
+    pub fail_msg: Option<String>,
+    pub success_msg: Option<String>,
+}
+
+impl Kind for AssertArgs {
+    const RENDERED: bool = false;
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let a = self;
+        for expr in a.that.to_vec() {
+            match cx.templates.eval(&expr, cx.vars) {
+                Ok(v) if v.is_true() => {}
+                Ok(_) => {
+                    let msg = match &a.fail_msg {
+                        Some(m) => cx.templates.render_str(m, cx.vars).unwrap_or_else(|_| m.clone()),
+                        None => format!("assertion failed: {expr}"),
+                    };
+                    return Outcome::failed(msg);
+                }
+                Err(e) => return Outcome::failed(format!("{expr}: {}", crate::template::describe_error(&e))),
+            }
+        }
+        Outcome::ok(a.success_msg.clone().unwrap_or_else(|| "all assertions passed".into()))
+    }
+}

@@ -1,0 +1,33 @@
+//! `debug`: a message or a variable's value in the step's output; runs nothing on the host.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Guards, Kind, Outcome, StepCtx};
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DebugArgs {
+    pub msg: Option<String>,
+    pub var: Option<String>,
+}
+
+impl Kind for DebugArgs {
+    const RENDERED: bool = false;
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let a = self;
+        let msg = match (&a.msg, &a.var) {
+            (Some(m), _) => cx.templates.render_str(m, cx.vars),
+            (None, Some(v)) => cx.templates.eval(v, cx.vars).map(|x| format!("{v} = {x}")),
+            (None, None) => Ok("Hello world!".into()),
+        };
+        match msg {
+            Ok(m) => Outcome::ok(m),
+            Err(e) => Outcome::failed(crate::template::describe_error(&e)),
+        }
+    }
+}

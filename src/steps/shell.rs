@@ -1,0 +1,19 @@
+//! `shell`: a line run by the host's POSIX `sh`, under the same guards as `command`.
+
+use serde::{Deserialize, Serialize};
+
+use super::command::run_line;
+use super::{Guards, Kind, Outcome, StepCtx};
+
+/// `shell:` is the line itself.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(transparent)]
+pub struct ShellArgs(pub String);
+
+impl Kind for ShellArgs {
+    const MAY_BE_READ_ONLY: bool = true;
+
+    async fn apply(&self, cx: &StepCtx<'_>, g: &Guards) -> Outcome {
+        run_line(cx, self.0.clone(), g).await
+    }
+}
