@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The crate's module graph from its `crate::` paths (use lines and inline paths): modules (files),
+# import edges, import circles (a parent mod.rs and its own children excepted: declaring them is
+# structure, not an import), and imports against the layering (a lower layer naming a higher one).
+# Usage: scripts/imports.sh [-v]   (-v lists every edge)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec python3 - "$@" <<'PY'
+import os, re, sys
+
+# Layers, low to high: data flows load → select → plan → execute → report → commands.
+# A module may use its own layer and the ones below.
+LAYERS = [
+    ["error", "yaml"],
+    ["inventory"],
+    ["vars"],
+    ["template"],
+    ["playbook"],
+    ["site"],
+    ["plan", "procedures"],
+    ["transport"],
+    ["steps"],
+    ["report"],
+    ["run"],
+    ["cli", "adhoc", "keycopy"],
+    ["lib", "main"],
+]
+level = {m: i for i, ms in enumerate(LAYERS) for m in ms}
+
+files = {}
+for root, _, names in os.walk("src"):
+    if root.startswith("src/bin"):
+        continue
+    for n in names:
+        if not n.endswith(".rs"):
+            continue
+        p = os.path.join(root, n)
+        mod = p[4:-3].replace("/", "::")
+        if mod.endswith("::mod"):
+            mod = mod[: -len("::mod")]
+        files[mod] = p
+
+def parent(mod):
+    return mod.rsplit("::", 1)[0] if "::" in mod else ""
+
+def expand_use(body):
+    """`a::{b, c::{d as e}}` → [("a::b", "b"), ("a::c::d", "e")]: each path and the name it binds."""
+    body = re.sub(r"\s+as\s+", "@", body)
+    body = re.sub(r"\s+", "", body)
+    def rec(prefix, s):
+        items, depth, cur = [], 0, ""
+        for ch in s:
+            depth += (ch == "{") - (ch == "}")
+            if ch == "," and depth == 0:
+                items.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        items.append(cur)
+        out = []
+        for it in filter(None, items):
+            if "{" in it:
+                head, rest = it.split("{", 1)
+                out += rec(prefix + head, rest[:-1])
+            else:
+                path, _, alias = it.partition("@")
+                out.append((prefix + path, alias or path.rsplit("::", 1)[-1]))
+        return out
+    return rec("", body)
+
+# `pub use child::item [as name]` in a module: a path through the re-export names the child.
+reexports = {}
+def scan_reexports():
+    for mod, p in files.items():
+        for m in re.finditer(r"\bpub use\s+([^;]+);", open(p).read()):
+            for target, name in expand_use(m.group(1)):
+                if target.startswith("crate::"):
+                    target = target[len("crate::"):]
+                elif target.startswith("super::"):
+                    target = f"{parent(mod)}::{target[len('super::'):]}".strip(":")
+                elif mod != "lib":
+                    target = f"{mod}::{target}"
+                reexports[(mod, name)] = target
+
+def resolve(path, depth=0):
+    """The module (file) a path names: its longest module prefix, through re-exports."""
+    parts, rest = path.split("::"), []
+    while parts:
+        m = "::".join(parts)
+        if m in files:
+            if rest and (m, rest[0]) in reexports and depth < 8:
+                return resolve(reexports[(m, rest[0])], depth + 1) or m
+            return m
+        rest.insert(0, parts.pop())
+    return None
+
+scan_reexports()
+edges = {}
+for mod, p in files.items():
+    src = open(p).read()
+    src = re.sub(r"(?m)//.*$", "", src)
+    # Unit tests inside a file may reach anywhere; only the code counts.
+    src = re.split(r"#\[cfg\(test\)\]", src)[0]
+    targets = set()
+    for m in re.finditer(r"\buse\s+(crate|super)::([^;]+);", src):
+        base = "crate" if m.group(1) == "crate" else "super"
+        for path, _ in expand_use(m.group(2)):
+            path = re.sub(r"(::)?\bself$", "", path)
+            if base == "super":
+                path = f"{parent(mod)}::{path}".strip(":")
+            targets.add(path)
+    for m in re.finditer(r"(?<![\w:])crate::([A-Za-z_][\w:]*)", src):
+        targets.add(m.group(1))
+    for m in re.finditer(r"(?<![\w:])super::([A-Za-z_][\w:]*)", src):
+        targets.add(f"{parent(mod)}::{m.group(1)}".strip(":"))
+    out = set()
+    for t in targets:
+        r = resolve(t)
+        if r and r != mod:
+            out.add(r)
+    edges[mod] = out
+
+def top(m):
+    return m.split("::")[0]
+
+def structural(a, b):
+    # a parent module and its own descendants
+    return b.startswith(a + "::") or a.startswith(b + "::")
+
+# Tarjan's strongly connected components, without the structural edges.
+idx, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+sys.setrecursionlimit(10000)
+def strong(v):
+    idx[v] = low[v] = counter[0]; counter[0] += 1
+    stack.append(v); on.add(v)
+    for w in edges.get(v, ()):
+        if structural(v, w):
+            continue
+        if w not in idx:
+            strong(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], idx[w])
+    if low[v] == idx[v]:
+        comp = []
+        while True:
+            w = stack.pop(); on.discard(w); comp.append(w)
+            if w == v: break
+        if len(comp) > 1:
+            sccs.append(sorted(comp))
+for v in sorted(files):
+    if v not in idx:
+        strong(v)
+
+against = []
+for a in sorted(edges):
+    for b in sorted(edges[a]):
+        la, lb = level.get(top(a)), level.get(top(b))
+        if la is None or lb is None:
+            against.append((a, b, "module not in LAYERS"))
+        elif lb > la:
+            against.append((a, b, f"layer {la} uses layer {lb}"))
+
+n_edges = sum(len(v) for v in edges.values())
+if "-v" in sys.argv:
+    for a in sorted(edges):
+        for b in sorted(edges[a]):
+            print(f"{a} -> {b}")
+print(f"modules (files): {len(files)}")
+print(f"import edges: {n_edges}")
+print(f"import circles: {len(sccs)}")
+for c in sorted(sccs):
+    print("  circle: " + " <-> ".join(c))
+print(f"imports against the layering: {len(against)}")
+for a, b, why in against:
+    print(f"  {a} -> {b} ({why})")
+PY
