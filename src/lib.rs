@@ -1,13 +1,12 @@
 //! copctl: an Ansible-compatible orchestrator for installing and operating OPENMARU COP (RKE2,
 //! Harbor, NVIDIA GPU Operator). Data flows one way: load → select → plan → execute → report.
 
-pub mod adhoc;
 pub mod cli;
 pub mod error;
 pub mod inventory;
-pub mod keycopy;
 pub mod plan;
 pub mod playbook;
+pub mod procedures;
 pub mod report;
 pub mod run;
 pub mod site;

@@ -12,7 +12,7 @@ fn main() {
     }));
     raise_open_file_limit();
     let cli = copctl::cli::Cli::parse();
-    match copctl::cli::run(cli) {
+    match copctl::cli::execute(&cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("{:?}", miette::Report::new(e));

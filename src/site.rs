@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Playbook, PlaybookSource};
 use crate::template::{HostVarLookup, Templates, host_context};
-use crate::vars::secret::SecretNames;
+use crate::vars::secret::{Redactor, SecretNames};
 use crate::vars::{EnvFile, Layers, parse_extra_vars};
 
 /// Where to load a site from (the CLI's global options).
@@ -81,6 +81,21 @@ impl Site {
             groups: OnceLock::new(),
             groups_template: OnceLock::new(),
         }
+    }
+
+    /// Secret values of the site (env.yaml, every host's variables, extra vars), for masking
+    /// what a command prints.
+    pub fn redactor(&self) -> Redactor {
+        let mut values = Vec::new();
+        let env = Value::Object(self.env.vars.clone().into_iter().collect());
+        self.secret_names.collect_values(&env, &mut values);
+        for h in self.inventory.hosts.keys() {
+            let v = Value::Object(self.inventory.host_vars(h).into_iter().collect());
+            self.secret_names.collect_values(&v, &mut values);
+        }
+        let extra = Value::Object(self.extra.clone().into_iter().collect());
+        self.secret_names.collect_values(&extra, &mut values);
+        Redactor::new(values)
     }
 
     pub fn load_playbook(&self, name: &str) -> Result<Playbook> {

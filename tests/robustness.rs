@@ -49,8 +49,8 @@ fn mutated_inventories_and_patterns_never_panic() {
             inputs += 1;
             no_panic("the inventory parser", &m, || {
                 if let Ok(inv) = Inventory::parse(Source::new("m.ini", m.clone())) {
-                    let _ = copctl::inventory::output::list_json(&inv);
-                    let _ = copctl::inventory::output::graph(&inv, "all");
+                    let _ = copctl::report::inventory::list_json(&inv);
+                    let _ = copctl::report::inventory::graph(&inv, "all");
                 }
             });
         }

@@ -7,8 +7,8 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data).into_owned();
     if let Ok(inv) = Inventory::parse(Source::new("fuzz.ini", text)) {
-        let _ = copctl::inventory::output::list_json(&inv);
-        let _ = copctl::inventory::output::graph(&inv, "all");
+        let _ = copctl::report::inventory::list_json(&inv);
+        let _ = copctl::report::inventory::graph(&inv, "all");
         let _ = inv.select("all", None);
     }
 });

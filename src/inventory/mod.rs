@@ -4,7 +4,6 @@
 
 mod address;
 mod ini;
-pub mod output;
 pub mod pattern;
 mod pyliteral;
 pub mod range;

@@ -12,6 +12,7 @@
 //! - `run_end`: `exit_code`, `interrupted`, `duration_ms`, `recap` (per host: ok, changed, failed,
 //!   skipped, unreachable, ignored, seconds)
 
+pub mod inventory;
 pub mod record;
 
 use std::collections::BTreeMap;
@@ -22,9 +23,16 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::adhoc::OutputFormat;
 use crate::steps::Status;
 use crate::vars::secret::Redactor;
+
+/// How a command prints what happens: for a person (a terminal or plain lines) or as JSON lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum OutputFormat {
+    #[default]
+    Human,
+    Json,
+}
 
 /// Per-host counts for the recap.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -18,16 +18,22 @@ use petgraph::graph::NodeIndex;
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-use crate::adhoc::OutputFormat;
 use crate::error::Result;
 use crate::plan::{Plan, TaskKind};
-use crate::report::{HostRecap, Reporter, TaskEnd, record::RunRecord};
+use crate::report::{HostRecap, OutputFormat, Reporter, TaskEnd, record::RunRecord};
 use crate::site::Site;
 use crate::steps::{Outcome, Status};
 use crate::transport::Pool;
 
+/// One run, resolved once from what the user typed (`copctl run`, or a node procedure): the
+/// playbooks, the limit, the extra variables, and how to run and report them. The command loads
+/// and plans from the first three; the engine reads the rest.
 #[derive(Debug, Clone)]
-pub struct RunOptions {
+pub struct RunRequest {
+    pub playbooks: Vec<String>,
+    pub limit: Option<String>,
+    /// `-e` values, with what `--yes`/`--force` and a procedure add already in.
+    pub extra_vars: Vec<String>,
     pub check: bool,
     pub diff: bool,
     pub forks: usize,
@@ -65,7 +71,7 @@ pub struct Engine {
     site: Arc<Site>,
     plan: Arc<Plan>,
     pool: Arc<Pool>,
-    opts: RunOptions,
+    opts: RunRequest,
     state: Vec<State>,
     waiting_on: Vec<usize>,
     /// A task that must not run (a dependency failed on another host, or a play was aborted).
@@ -97,7 +103,7 @@ fn task_tags(plan: &Plan, n: NodeIndex) -> Vec<String> {
 }
 
 impl Engine {
-    pub fn new(site: Arc<Site>, plan: Arc<Plan>, pool: Arc<Pool>, opts: RunOptions, reporter: Reporter) -> Self {
+    pub fn new(site: Arc<Site>, plan: Arc<Plan>, pool: Arc<Pool>, opts: RunRequest, reporter: Reporter) -> Self {
         let n = plan.graph.node_count();
         let waiting_on =
             plan.graph.node_indices().map(|i| plan.graph.neighbors_directed(i, Direction::Incoming).count()).collect();
@@ -579,10 +585,10 @@ impl Signals {
 }
 
 /// `copctl run`: plan, connect lazily, execute, report. Returns the exit code.
-pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunOptions) -> Result<i32> {
+pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunRequest) -> Result<i32> {
     let site = Arc::new(site);
     let plan = Arc::new(plan);
-    let redactor = crate::adhoc::site_redactor(&site);
+    let redactor = site.redactor();
     let total = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count() as u64;
     let mut reporter = Reporter::new(opts.output, opts.verbose, opts.diff, redactor.clone(), total);
     let id = chrono::Local::now().format("%Y%m%d-%H%M%S-%3f").to_string();

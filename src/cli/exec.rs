@@ -7,17 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::Cli;
+use super::args::ExecArgs;
 use crate::error::{Error, Result};
+use crate::report::OutputFormat;
 use crate::site::Site;
 use crate::transport::{ExecRequest, Pool, TransportError};
-use crate::vars::secret::Redactor;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
-pub enum OutputFormat {
-    #[default]
-    Human,
-    Json,
-}
 
 #[derive(Debug)]
 enum Outcome {
@@ -26,22 +21,18 @@ enum Outcome {
     Unreachable(String),
 }
 
-/// Secret values of the site (env.yaml and every host's variables), for masking output.
-pub fn site_redactor(site: &Site) -> Redactor {
-    let mut values = Vec::new();
-    let env = serde_json::Value::Object(site.env.vars.clone().into_iter().collect());
-    site.secret_names.collect_values(&env, &mut values);
-    for h in site.inventory.hosts.keys() {
-        let v = serde_json::Value::Object(site.inventory.host_vars(h).into_iter().collect());
-        site.secret_names.collect_values(&v, &mut values);
+pub fn exec(cli: &Cli, args: &ExecArgs) -> Result<i32> {
+    let site = cli.site(&[])?;
+    let hosts = site.inventory.select(&args.pattern, args.limit.as_deref())?;
+    if hosts.is_empty() {
+        return Err(site.inventory.no_match_error("pattern", &args.pattern));
     }
-    let extra = serde_json::Value::Object(site.extra.clone().into_iter().collect());
-    site.secret_names.collect_values(&extra, &mut values);
-    Redactor::new(values)
+    let pool = Arc::new(cli.pool(&site, &hosts));
+    run(&site, pool, hosts, args.command.join(" "), Duration::from_secs(args.timeout), args.output)
 }
 
 /// Runs `command` on `hosts`; returns the exit code (0, 2 a command failed, 4 a host unreachable).
-pub fn exec(
+fn run(
     site: &Site,
     pool: Arc<Pool>,
     hosts: Vec<String>,
@@ -52,7 +43,7 @@ pub fn exec(
     if command.trim().is_empty() {
         return Err(Error::with_help("no command given", "copctl exec PATTERN -- COMMAND ARGS..."));
     }
-    let redactor = site_redactor(site);
+    let redactor = site.redactor();
     let rt = crate::runtime()?;
     let start = Instant::now();
     let (ok, failed, unreachable) = rt.block_on(async {

@@ -1,10 +1,12 @@
 //! What `copctl inventory list|graph|host` print: the JSON of `ansible-inventory --list` (keys
-//! sorted, four-space indent, `_meta.hostvars` with the merged variables) and its `--graph`.
+//! sorted, four-space indent, `_meta.hostvars` with the merged variables, secrets masked) and its
+//! `--graph`. Output, not parsing: it lives with the other renderings so that the inventory layer
+//! stays below the variables (the masking of secret-named values is theirs).
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::Inventory;
+use crate::inventory::Inventory;
 use crate::vars::secret::mask_secret_values;
 
 /// `ansible-inventory --list` for the whole inventory. Secret-named variables are masked.

@@ -8,10 +8,70 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Cli;
+use super::args::SshCopyIdArgs;
 use crate::error::{Error, Result};
 use crate::transport::spec::Endpoint;
-use crate::transport::{HostSpec, SshConnection, SshOptions, StdinSource, TransportError};
+use crate::transport::{HostSpec, SshConfigFile, SshConnection, SshOptions, StdinSource, TransportError};
 use crate::vars::secret::Secret;
+
+pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
+    let SshCopyIdArgs { target, user, port, key, all } = args;
+    let pubkey = public_key_file(key.as_deref())?;
+    let pubkey_text =
+        std::fs::read_to_string(&pubkey).map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;
+    let opts = cli.ssh_options();
+    let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
+    // An inventory host keeps its address, port and user unless overridden; an address is used as is.
+    let site = if cli.inventory.exists() { Some(cli.site(&[])?) } else { None };
+    let spec_of = |name: &str| -> HostSpec {
+        let (address, p, u) = match site.as_ref().filter(|s| s.inventory.hosts.contains_key(name)) {
+            Some(s) => {
+                let spec = HostSpec::from_inventory(&s.inventory, name, &cfg);
+                (spec.endpoint.address, spec.endpoint.port, spec.endpoint.user)
+            }
+            None => (name.to_string(), 22, "root".to_string()),
+        };
+        spec_for(name, &address, port.unwrap_or(p), user.as_deref().unwrap_or(&u), &pubkey)
+    };
+    let targets: Vec<String> = if *all {
+        let s = site.as_ref().ok_or_else(|| Error::plain("--all needs an inventory (-i)"))?;
+        s.inventory
+            .hosts
+            .iter()
+            .filter(|(_, h)| !matches!(h.vars.get("ansible_connection").and_then(|v| v.as_str()), Some("local")))
+            .map(|(n, _)| n.clone())
+            .collect()
+    } else {
+        vec![
+            target
+                .as_deref()
+                .ok_or_else(|| {
+                    Error::with_help("name a host or an address", "copctl ssh-copy-id cop-worker-3, or --all")
+                })?
+                .to_string(),
+        ]
+    };
+    let password = password_source("SSH password: ".to_string());
+    let rt = crate::runtime()?;
+    let mut failed = 0;
+    for t in &targets {
+        let spec = spec_of(t);
+        match rt.block_on(copy_id(&spec, &opts, &pubkey_text, &password)) {
+            Ok(Copied::AlreadyWorked) => {
+                println!("{t}: key authentication already works for {}; nothing changed", spec.target())
+            }
+            Ok(Copied::Installed) => {
+                println!("{t}: installed {} for {}; key authentication works", pubkey.display(), spec.target())
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("{t}: {e}");
+            }
+        }
+    }
+    Ok(if failed > 0 { 2 } else { 0 })
+}
 
 /// The public key to install: `--key FILE.pub`, else the first of ~/.ssh/id_{ed25519,ecdsa,rsa}.pub.
 pub fn public_key_file(key: Option<&Path>) -> Result<PathBuf> {

@@ -1,0 +1,86 @@
+//! The commands: `args` is what users type, each command has a file of its own, and `execute`
+//! sends each one there in one line. What the commands share (loading the site, the SSH options
+//! and connection pool from the global options, the log) is here. Exit codes follow Ansible's:
+//! 0 ok, 1 bad input or usage, 2 a host failed, 4 a host unreachable.
+
+pub mod args;
+mod exec;
+mod inventory;
+mod node;
+mod plan;
+mod run;
+mod ssh_copy_id;
+
+pub use args::Cli;
+use args::Command;
+
+use crate::error::Result;
+use crate::site::{Site, SiteOptions};
+use crate::transport::{HostKeyPolicy, HostSpec, KnownHosts, Pool, SshConfigFile, SshOptions};
+
+/// Runs the command; returns the process exit code.
+pub fn execute(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Command::Inventory { what } => inventory::inventory(cli, what),
+        Command::Hosts { pattern, limit } => inventory::hosts(cli, pattern, limit.as_deref()),
+        Command::Plan(args) => plan::plan(cli, args),
+        Command::Validate(args) => plan::validate(cli, args),
+        Command::Playbooks => plan::playbooks(cli),
+        Command::Run(args) => run::run(cli, args),
+        Command::Runs { count } => run::runs(*count),
+        Command::Node { what } => node::node(cli, what),
+        Command::Exec(args) => exec::exec(cli, args),
+        Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
+    }
+}
+
+impl Cli {
+    fn site(&self, extra_vars: &[String]) -> Result<Site> {
+        Site::load(&SiteOptions {
+            inventory: self.inventory.clone(),
+            env: self.env.clone(),
+            extra_vars: extra_vars.to_vec(),
+            playbook_dir: self.playbook_dir.clone(),
+            template_dir: self.template_dir.clone(),
+        })
+    }
+
+    fn ssh_options(&self) -> SshOptions {
+        if self.host_key_checking == HostKeyPolicy::Off {
+            eprintln!(
+                "warning: --host-key-checking off: host keys are not verified; anyone on the path can pose as a host"
+            );
+        }
+        let mut o = SshOptions::new(KnownHosts::from_flag(self.known_hosts.clone(), self.host_key_checking));
+        o.connect_timeout = std::time::Duration::from_secs(self.connect_timeout.max(1));
+        o
+    }
+
+    fn pool(&self, site: &Site, hosts: &[String]) -> Pool {
+        let cfg = SshConfigFile::load(self.ssh_config.as_deref());
+        let specs = hosts.iter().map(|h| HostSpec::from_inventory(&site.inventory, h, &cfg)).collect();
+        Pool::new(specs, self.ssh_options(), self.forks)
+    }
+}
+
+/// `-v`: info, `-vv`: debug, `-vvv`: trace, on stderr; `--log-file` adds a debug log.
+fn init_tracing(verbose: u8, log_file: Option<&std::path::Path>) {
+    use tracing_subscriber::prelude::*;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_filter(tracing_subscriber::EnvFilter::new(format!("copctl={level}")));
+    let file = log_file.and_then(|p| std::fs::File::create(p).ok()).map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::sync::Mutex::new(f))
+            .with_ansi(false)
+            .with_filter(tracing_subscriber::EnvFilter::new("copctl=debug"))
+    });
+    let _ = tracing_subscriber::registry().with(stderr).with(file).try_init();
+}

@@ -1,0 +1,98 @@
+//! `copctl node add|remove NAME`: the manual's node procedures end to end. This file asks and
+//! prints (the key on a new node, the confirmation of a removal); which playbooks make up each
+//! procedure is `procedures`' business.
+
+use super::Cli;
+use super::args::NodeCmd;
+use super::ssh_copy_id::{copy_id, password_source, public_key_file};
+use crate::error::{Error, Result};
+use crate::procedures::{self, Procedure};
+use crate::report::OutputFormat;
+use crate::run::RunRequest;
+use crate::transport::{ConnectionKind, HostSpec, SshConfigFile, SshConnection, TransportError};
+
+pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
+    super::init_tracing(cli.verbose, None);
+    let site = cli.site(&[])?;
+    let name = match what {
+        NodeCmd::Add { name, .. } | NodeCmd::Remove { name, .. } => name,
+    };
+    if !site.inventory.hosts.contains_key(name) {
+        return Err(site.inventory.no_match_error("node", name).with_extra_help(
+            "add the node to inventory.ini (and its settings to env.yaml) first: the manual's step 2",
+        ));
+    }
+    match what {
+        NodeCmd::Add { name, extra_vars, output } => {
+            install_key_if_needed(cli, &site, name)?;
+            let procedure = procedures::node_add(&site, name);
+            for note in &procedure.notes {
+                eprintln!("note: {note}");
+            }
+            run(cli, name, extra_vars, *output, procedure)
+        }
+        NodeCmd::Remove { name, yes, force, extra_vars, output } => {
+            if !yes && !confirmed(name)? {
+                eprintln!("not confirmed: nothing was changed");
+                return Ok(1);
+            }
+            run(cli, name, extra_vars, *output, procedures::node_remove(name, *force))
+        }
+    }
+}
+
+/// Step 3 of the manual: the bastion's key on the node, asked for only when key authentication
+/// does not work yet.
+fn install_key_if_needed(cli: &Cli, site: &crate::site::Site, name: &str) -> Result<()> {
+    let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
+    let spec = HostSpec::from_inventory(&site.inventory, name, &cfg);
+    if spec.kind != ConnectionKind::Ssh {
+        return Ok(());
+    }
+    let opts = cli.ssh_options();
+    let rt = crate::runtime()?;
+    match rt.block_on(SshConnection::connect(&spec, &opts, None)) {
+        Ok(c) => rt.block_on(c.close()),
+        Err(TransportError::AuthFailed { .. }) => {
+            let pubkey = public_key_file(None)?;
+            let text = std::fs::read_to_string(&pubkey)
+                .map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;
+            let pw = password_source(format!("SSH password for {}: ", spec.target()));
+            rt.block_on(copy_id(&spec, &opts, &text, &pw))?;
+            println!("{name}: installed {} for {}", pubkey.display(), spec.target());
+        }
+        Err(e) => return Err(Error::plain(e.to_string())),
+    }
+    Ok(())
+}
+
+/// Asks on the terminal for the node's name; there must be a terminal to ask on.
+fn confirmed(name: &str) -> Result<bool> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::with_help(
+            format!("removing {name} needs a confirmation and there is no terminal to ask on"),
+            "pass --yes to confirm on the command line",
+        ));
+    }
+    eprint!(
+        "Remove {name} from the cluster? It is cordoned, drained, deleted from the cluster and RKE2 is uninstalled.\nType the node name to confirm: "
+    );
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(answer.trim() == name)
+}
+
+/// Runs the procedure limited to the node, the operator's `-e` first.
+fn run(cli: &Cli, name: &str, extra_vars: &[String], output: OutputFormat, p: Procedure) -> Result<i32> {
+    let mut ev = extra_vars.to_vec();
+    ev.extend(p.extra_vars);
+    let req = RunRequest {
+        playbooks: p.playbooks,
+        limit: Some(name.to_string()),
+        extra_vars: ev,
+        output,
+        ..super::run::defaults(cli)
+    };
+    super::run::execute(cli, req)
+}

@@ -1,0 +1,111 @@
+//! `copctl run` and `copctl runs`: the raw `run` arguments resolved once into a `RunRequest`
+//! (`--yes`/`--force` become the variables the playbooks read, the global options fill in the
+//! rest), then loaded, planned and handed to the engine; and the list of recorded runs.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::Cli;
+use super::args::RunArgs;
+use crate::error::Result;
+use crate::report::OutputFormat;
+use crate::run::RunRequest;
+
+pub fn run(cli: &Cli, args: &RunArgs) -> Result<i32> {
+    super::init_tracing(cli.verbose, args.log_file.as_deref());
+    execute(cli, request(cli, args))
+}
+
+fn request(cli: &Cli, args: &RunArgs) -> RunRequest {
+    let mut extra_vars = args.extra_vars.clone();
+    if args.yes {
+        extra_vars.push("{\"yes\": true}".into());
+    }
+    if args.force {
+        extra_vars.push("{\"force\": true}".into());
+    }
+    RunRequest {
+        playbooks: args.playbooks.clone(),
+        limit: args.limit.clone(),
+        extra_vars,
+        check: args.check,
+        diff: args.diff,
+        tags: args.tags.clone(),
+        skip_tags: args.skip_tags.clone(),
+        start_at: args.start_at.clone(),
+        force_handlers: args.force_handlers,
+        output: args.output,
+        ..defaults(cli)
+    }
+}
+
+/// A request with only the global options: what `copctl node` starts from.
+pub(super) fn defaults(cli: &Cli) -> RunRequest {
+    RunRequest {
+        playbooks: Vec::new(),
+        limit: None,
+        extra_vars: Vec::new(),
+        check: false,
+        diff: false,
+        forks: cli.forks,
+        tags: Vec::new(),
+        skip_tags: Vec::new(),
+        start_at: None,
+        force_handlers: false,
+        output: OutputFormat::Human,
+        verbose: cli.verbose,
+        record_root: PathBuf::from(".copctl"),
+        local_dir: cli.inventory.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+    }
+}
+
+/// Loads the site with the request's extra vars, plans, and runs; returns the exit code.
+pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
+    crate::run::catch_early_signals();
+    let site = cli.site(&req.extra_vars)?;
+    let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+    let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for t in plan.graph.node_weights() {
+        for h in t.host.iter().chain(t.runs_on.iter()) {
+            if !hosts.contains(h) {
+                hosts.push(h.clone());
+            }
+        }
+    }
+    let pool = cli.pool(&site, &hosts);
+    crate::run::run(site, plan, pool, req)
+}
+
+/// `copctl runs`: the last `count` runs recorded under .copctl/runs, newest first.
+pub fn runs(count: usize) -> Result<i32> {
+    let mut out = std::io::stdout().lock();
+    let runs = crate::report::record::list_runs(std::path::Path::new(".copctl"), count);
+    if runs.is_empty() {
+        writeln!(out, "no runs recorded in .copctl/runs")?;
+    }
+    for r in runs {
+        let t = &r["totals"];
+        writeln!(
+            out,
+            "{}  exit {}  {}{}  hosts {}  ok {} changed {} failed {} unreachable {}{}",
+            r["id"].as_str().unwrap_or(""),
+            r["exit_code"],
+            r["playbooks"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default(),
+            r["limit"].as_str().map(|l| format!(" --limit {l}")).unwrap_or_default(),
+            r["hosts"],
+            t["ok"],
+            t["changed"],
+            t["failed"],
+            t["unreachable"],
+            if r["interrupted"] == true { "  (interrupted)" } else { "" }
+        )?;
+    }
+    Ok(0)
+}

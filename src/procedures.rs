@@ -1,0 +1,66 @@
+//! The manual's node procedures as sequences of playbooks: which shipped playbooks, with which
+//! variables, in which order, make up `node add` and `node remove`. Domain knowledge, kept out of
+//! the command line (which only asks, confirms and prints) so that every front end gets the same
+//! sequence; not in `playbook/`, because the sequence depends on the site (the node's groups, the
+//! playbooks the site has) and the playbook model knows nothing of an inventory.
+
+use crate::site::Site;
+
+/// A procedure resolved for one node: the playbooks to run, limited to the node, the variables
+/// they need (added after the operator's `-e`), and notes on what the procedure leaves out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Procedure {
+    pub playbooks: Vec<String>,
+    pub extra_vars: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Adding a node listed in the inventory: system setup and DNS, the NVIDIA driver on a GPU node
+/// (where the site has those playbooks), RKE2 and its registry settings, then the GPU Operator's
+/// part for that node.
+pub fn node_add(site: &Site, name: &str) -> Procedure {
+    let gpu = site.inventory.host_groups(name).contains("gpu");
+    let mut playbooks: Vec<String> = vec!["system-setup".into(), "system-dns".into()];
+    let mut notes = Vec::new();
+    let available = site.playbooks.names();
+    if gpu {
+        for p in ["gpu-preinstall", "gpu-install"] {
+            if available.iter().any(|a| a == p) {
+                playbooks.push(p.into());
+            } else {
+                notes.push(format!(
+                    "{name} is a GPU node, but there is no {p} playbook yet: install the driver by hand"
+                ));
+            }
+        }
+    }
+    playbooks.extend(["rke2-install", "rke2-post-install", "rke2-private-registry"].map(String::from));
+    if gpu && available.iter().any(|a| a == "gpu-operator") {
+        playbooks.push("gpu-operator".into());
+    }
+    Procedure { playbooks, extra_vars: Vec::new(), notes }
+}
+
+/// Removing a node: `node-remove` with the node named. The operator's confirmation of the
+/// removal covers the playbook's GPU work check too; `force` goes on where the playbook refuses
+/// (the last server, an even etcd member count, a failed drain).
+pub fn node_remove(name: &str, force: bool) -> Procedure {
+    let mut extra_vars = vec![format!("node={name}"), "{\"yes\": true}".to_string()];
+    if force {
+        extra_vars.push("{\"force\": true}".into());
+    }
+    Procedure { playbooks: vec!["node-remove".to_string()], extra_vars, notes: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_remove_names_the_node_and_confirms() {
+        let p = node_remove("cop-worker-3", true);
+        assert_eq!(p.playbooks, ["node-remove"]);
+        assert_eq!(p.extra_vars, ["node=cop-worker-3", "{\"yes\": true}", "{\"force\": true}"]);
+        assert_eq!(node_remove("w", false).extra_vars.len(), 2);
+    }
+}
