@@ -1,10 +1,22 @@
 //! Errors as values with a location: every error copctl reports about user input names the file,
 //! the line and column, and says what was expected. Rendering is miette's; this module only builds
-//! the diagnostics.
+//! the diagnostics. An error that code decides on carries an `ErrorKind`; its text is for people.
 
 use std::sync::Arc;
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
+
+/// What an error means where code decides on it (`copctl validate` goes on past these); every
+/// other error is `Other`. The kind never changes what is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorKind {
+    #[default]
+    Other,
+    /// `--limit` leaves no task to do in the playbooks planned.
+    NothingToDo,
+    /// A play's `hosts:` needs a variable that was not given (`-e name=value`).
+    NeedsVar,
+}
 
 /// An error pointing into a source file (inventory, env.yaml, playbook, template).
 #[derive(Debug, thiserror::Error, Diagnostic)]
@@ -21,6 +33,7 @@ pub struct LocatedError {
     label: String,
     #[help]
     pub help: Option<String>,
+    kind: ErrorKind,
 }
 
 /// The one error type of the library. `Located` carries a source snippet; `Plain` is for errors
@@ -35,6 +48,7 @@ pub enum Error {
         message: String,
         #[help]
         help: Option<String>,
+        kind: ErrorKind,
     },
 }
 
@@ -92,30 +106,48 @@ impl Source {
             span: (offset, len).into(),
             label: label.into(),
             help,
+            kind: ErrorKind::Other,
         }))
     }
 }
 
 impl Error {
     pub fn plain(message: impl Into<String>) -> Self {
-        Error::Plain { message: message.into(), help: None }
+        Error::Plain { message: message.into(), help: None, kind: ErrorKind::Other }
     }
 
     pub fn with_help(message: impl Into<String>, help: impl Into<String>) -> Self {
-        Error::Plain { message: message.into(), help: Some(help.into()) }
+        Error::Plain { message: message.into(), help: Some(help.into()), kind: ErrorKind::Other }
     }
 
     /// Adds a second piece of advice to a plain error's help.
     pub fn with_extra_help(self, more: &str) -> Self {
         match self {
-            Error::Plain { message, help } => Error::Plain {
+            Error::Plain { message, help, kind } => Error::Plain {
                 message,
                 help: Some(match help {
                     Some(h) => format!("{h}; {more}"),
                     None => more.to_string(),
                 }),
+                kind,
             },
             other => other,
+        }
+    }
+
+    /// The same error, marked as `kind` for the code that decides on it.
+    pub fn with_kind(mut self, new: ErrorKind) -> Self {
+        match &mut self {
+            Error::Located(e) => e.kind = new,
+            Error::Plain { kind, .. } => *kind = new,
+        }
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Located(e) => e.kind,
+            Error::Plain { kind, .. } => *kind,
         }
     }
 
@@ -152,5 +184,22 @@ pub fn read_source(path: &std::path::Path) -> Result<Source> {
                 "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_is_kept_and_never_printed() {
+        let e = Error::with_help("--limit 'x' leaves nothing to do", "check").with_kind(ErrorKind::NothingToDo);
+        let e = e.with_extra_help("more");
+        assert_eq!(e.kind(), ErrorKind::NothingToDo);
+        assert_eq!(e.to_string(), "--limit 'x' leaves nothing to do");
+        let l = Source::new("p.yaml", "a: 1\n").error_at(1, 1, 0, "m", "l", None).with_kind(ErrorKind::NeedsVar);
+        assert_eq!(l.kind(), ErrorKind::NeedsVar);
+        assert_eq!(l.to_string(), "p.yaml:1:1: m");
+        assert_eq!(Error::plain("x").kind(), ErrorKind::Other);
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::Cli;
 use super::args::{PlanArgs, PlanFormat, ValidateArgs};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 
 pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
@@ -33,13 +33,9 @@ pub fn validate(cli: &Cli, args: &ValidateArgs) -> Result<i32> {
         // A playbook whose hosts are all outside the limit is not an error for validate.
         let plan = match crate::plan::plan(&site, vec![pb], limit.as_deref()) {
             Ok(p) => p,
-            Err(e) if limit.is_some() && e.to_string().contains("leaves nothing to do") => continue,
+            Err(e) if limit.is_some() && e.kind() == ErrorKind::NothingToDo => continue,
             // A playbook that needs -e (node-remove's `node`) is checked when it is given.
-            Err(e)
-                if playbooks.is_empty()
-                    && e.to_string().contains(": hosts: ")
-                    && e.to_string().contains("undefined") =>
-            {
+            Err(e) if playbooks.is_empty() && e.kind() == ErrorKind::NeedsVar => {
                 writeln!(out, "note: {name} not planned: {e}")?;
                 continue;
             }

@@ -36,14 +36,14 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
 }
 
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
-    let mut seen: HashSet<(usize, usize, Option<usize>, bool, String)> = HashSet::new();
+    let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
     let regs: Vec<Arc<IndexMap<String, Value>>> = plan.playbooks.iter().map(|pb| Arc::new(placeholders(pb))).collect();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
         }
         let Some(host) = &t.host else { continue };
-        if !seen.insert((t.playbook, t.play, t.step, t.kind == TaskKind::Handler, host.clone())) {
+        if !seen.insert((t.playbook, t.play, t.kind, host.clone())) {
             continue;
         }
         let pb = &plan.playbooks[t.playbook];

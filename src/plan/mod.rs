@@ -14,25 +14,31 @@ use indexmap::IndexSet;
 use petgraph::graph::{DiGraph, NodeIndex};
 use regex::Regex;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::playbook::{Action, Play, Playbook, Step};
 use crate::site::Site;
 
-/// What a task does.
-#[derive(Debug, Clone, PartialEq)]
+/// What a task does, with the index of what it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskKind {
-    Step,
-    Handler,
+    /// The step at this index of the play.
+    Step(usize),
+    /// The handler at this index of the playbook's handlers.
+    Handler(usize),
     /// Marks the end of a play or a batch: everything after it waits for everything before it.
     Barrier,
+}
+
+impl TaskKind {
+    pub fn is_handler(&self) -> bool {
+        matches!(self, TaskKind::Handler(_))
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Task {
     pub playbook: usize,
     pub play: usize,
-    /// Index of the step in the play (or of the handler in the playbook's handlers).
-    pub step: Option<usize>,
     pub host: Option<String>,
     /// Where the task executes when it differs from `host` (`delegate_to`).
     pub runs_on: Option<String>,
@@ -64,8 +70,8 @@ impl Plan {
     pub fn step(&self, t: &Task) -> Option<&Step> {
         let pb = &self.playbooks[t.playbook];
         match t.kind {
-            TaskKind::Step => t.step.map(|i| &pb.plays[t.play].steps[i]),
-            TaskKind::Handler => t.step.map(|i| &pb.handlers[i]),
+            TaskKind::Step(i) => Some(&pb.plays[t.play].steps[i]),
+            TaskKind::Handler(i) => Some(&pb.handlers[i]),
             TaskKind::Barrier => None,
         }
     }
@@ -159,16 +165,18 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         let mut per_play = Vec::new();
         for play in &pb.plays {
             let pattern = site.render_global(pb, &play.hosts).map_err(|e| {
-                let help = crate::template::Templates::is_undefined_error(&e)
-                    .then(|| "this playbook needs that variable: pass it with -e name=value".to_string());
-                pb.source.error_at(
+                let needs_var = crate::template::Templates::is_undefined_error(&e);
+                let help =
+                    needs_var.then(|| "this playbook needs that variable: pass it with -e name=value".to_string());
+                let err = pb.source.error_at(
                     play.line,
                     1,
                     0,
                     format!("play '{}': hosts: {}", play.name, crate::template::describe_error(&e)),
                     "in this play",
                     help,
-                )
+                );
+                if needs_var { err.with_kind(ErrorKind::NeedsVar) } else { err }
             })?;
             // Ansible reads an empty pattern as `all`: never here (think of node-remove).
             if pattern.trim().is_empty() {
@@ -220,7 +228,8 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
         return Err(Error::with_help(
             format!("--limit '{l}' leaves nothing to do: no play of {} targets those hosts", names.join(", ")),
             "check the play's hosts: patterns (copctl plan without --limit shows them)",
-        ));
+        )
+        .with_kind(ErrorKind::NothingToDo));
     }
     let planned: IndexSet<String> = b.graph.node_weights().filter_map(|t| t.host.clone()).collect();
     warnings.extend(site.inventory.var_conflicts(&planned));
@@ -242,7 +251,6 @@ impl Builder<'_> {
         let t = Task {
             playbook: pi,
             play: ki,
-            step: None,
             host: None,
             runs_on: None,
             kind: TaskKind::Barrier,
@@ -334,10 +342,9 @@ impl Builder<'_> {
                     let t = Task {
                         playbook: pi,
                         play: ki,
-                        step: Some(hi),
                         host: Some(h.clone()),
                         runs_on: None,
-                        kind: TaskKind::Handler,
+                        kind: TaskKind::Handler(hi),
                         read_only: handler.read_only,
                         outside_limit: false,
                         run_once: false,
@@ -476,10 +483,9 @@ impl Builder<'_> {
         let t = Task {
             playbook: pi,
             play: ki,
-            step: Some(si),
             host: Some(host.to_string()),
             runs_on,
-            kind: TaskKind::Step,
+            kind: TaskKind::Step(si),
             read_only: step.read_only,
             outside_limit,
             run_once: step.def.run_once,

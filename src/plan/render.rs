@@ -35,7 +35,7 @@ pub fn json(plan: &Plan) -> Value {
                 "host": t.host,
                 "runs_on": t.runs_on,
                 "kind": kind(plan, t),
-                "handler": t.kind == TaskKind::Handler,
+                "handler": t.kind.is_handler(),
                 "read_only": t.read_only,
                 "outside_limit": t.outside_limit,
                 "run_once": t.run_once,

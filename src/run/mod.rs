@@ -182,12 +182,12 @@ impl Engine {
         let host = t.host.clone().unwrap_or_default();
         if let Some(st) = self.failed_hosts.get(&host) {
             // Handlers still run on failed hosts with --force-handlers (not on unreachable ones).
-            if !(t.kind == TaskKind::Handler && self.opts.force_handlers && *st == Status::Failed) {
+            if !(t.kind.is_handler() && self.opts.force_handlers && *st == Status::Failed) {
                 return Some(Block::Quiet(Some(format!("{host} failed earlier"))));
             }
         }
-        if t.kind == TaskKind::Handler
-            && !self.notified.contains(&(t.playbook, t.play, host.clone(), t.step.unwrap_or(0)))
+        if let TaskKind::Handler(hi) = t.kind
+            && !self.notified.contains(&(t.playbook, t.play, host.clone(), hi))
         {
             return Some(Block::Quiet(None));
         }
@@ -393,7 +393,8 @@ impl Engine {
                     }
                     None => {}
                 }
-                if t.kind == TaskKind::Barrier {
+                let Some(step) = plan.step(&t) else {
+                    // A barrier: done once what it waits for is.
                     let reason = self
                         .aborted_plays
                         .get(&(t.playbook, t.play))
@@ -401,7 +402,7 @@ impl Engine {
                         .filter(|_| t.label.starts_with("end of play"));
                     self.finish(n, reason, &mut ready);
                     continue;
-                }
+                };
                 let key = (t.playbook, t.play);
                 if let Some(limit) = plan.play(&t).throttle
                     && self.running_per_play.get(&key).copied().unwrap_or(0) >= limit
@@ -411,7 +412,6 @@ impl Engine {
                 }
                 *self.running_per_play.entry(key).or_default() += 1;
                 self.state[n.index()] = State::Running;
-                let step = plan.step(&t).expect("non-barrier task has a step");
                 self.reporter.task_start(
                     n.index(),
                     t.host.as_deref().unwrap_or(""),
@@ -426,6 +426,7 @@ impl Engine {
                     plan: self.plan.clone(),
                     pool: self.pool.clone(),
                     node: n,
+                    step: step.clone(),
                     registered: Arc::new(self.registered.clone()),
                     check: self.opts.check,
                     diff: self.opts.diff,

@@ -22,6 +22,8 @@ pub struct Job {
     pub plan: Arc<Plan>,
     pub pool: Arc<crate::transport::Pool>,
     pub node: NodeIndex,
+    /// What the task runs (a step, or a handler).
+    pub step: Step,
     pub registered: Arc<HashMap<String, Arc<IndexMap<String, Value>>>>,
     pub check: bool,
     pub diff: bool,
@@ -54,7 +56,7 @@ impl Job {
 
     pub async fn execute(self) -> Outcome {
         let t = self.plan.graph[self.node].clone();
-        let step = self.plan.step(&t).expect("a task has a step").clone();
+        let step = self.step.clone();
         let play = self.plan.play(&t).clone();
         let host = t.host.clone().unwrap_or_default();
         let timeout = Duration::from_secs(step.def.timeout.unwrap_or(1800));
