@@ -25,8 +25,12 @@ fn main() {
 /// than the common soft limit of 1024, and the hard limit is ours to take.
 fn raise_open_file_limit() {
     let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local; it
+    // has no other effect.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 && l.rlim_cur < l.rlim_max {
         l.rlim_cur = l.rlim_max;
+        // SAFETY: setrlimit only reads the `rlimit` behind a valid reference; raising the soft
+        // limit up to the hard one needs no privilege, and a failure leaves the old limit.
         unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) };
     }
 }

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
 use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 use serde_json::{Value, json};
@@ -21,7 +20,7 @@ use tokio::task::JoinSet;
 use crate::error::Result;
 use crate::plan::{Plan, TaskKind};
 use crate::report::{HostRecap, OutputFormat, Reporter, TaskEnd, record::RunRecord};
-use crate::site::Site;
+use crate::site::{HostResults, Site};
 use crate::steps::{Outcome, Status};
 use crate::transport::Pool;
 
@@ -78,7 +77,7 @@ pub struct Engine {
     blocked: HashMap<NodeIndex, String>,
     failed_hosts: HashMap<String, Status>,
     /// Registered results and facts per host.
-    registered: HashMap<String, Arc<IndexMap<String, Value>>>,
+    registered: HostResults,
     notified: HashSet<(usize, usize, String, usize)>,
     aborted_plays: HashMap<(usize, usize), String>,
     batch_failures: HashMap<(usize, usize, usize), HashSet<String>>,
@@ -126,7 +125,7 @@ impl Engine {
             waiting_on,
             blocked: HashMap::new(),
             failed_hosts: HashMap::new(),
-            registered: HashMap::new(),
+            registered: HostResults::default(),
             notified: HashSet::new(),
             aborted_plays: HashMap::new(),
             batch_failures: HashMap::new(),
@@ -427,7 +426,7 @@ impl Engine {
                     pool: self.pool.clone(),
                     node: n,
                     step: step.clone(),
-                    registered: Arc::new(self.registered.clone()),
+                    registered: self.registered.clone(),
                     check: self.opts.check,
                     diff: self.opts.diff,
                     local_dir: self.opts.local_dir.clone(),
@@ -539,6 +538,8 @@ extern "C" fn remember_signal(sig: libc::c_int) {
 /// with its recap and last-failed, never kills copctl half-way through its start.
 pub fn catch_early_signals() {
     let handler = remember_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler is async-signal-safe (one store to an atomic) and a plain `extern "C"`
+    // function that lives as long as the process; libc::signal has no other precondition.
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);

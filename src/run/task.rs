@@ -2,7 +2,6 @@
 //! `when`, the connection (to the `delegate_to` host when there is one), the loop, `until` with
 //! `retries`/`delay`, `changed_when`/`failed_when`, and the step's timeout around all of it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +23,7 @@ pub struct Job {
     pub node: NodeIndex,
     /// What the task runs (a step, or a handler).
     pub step: Step,
-    pub registered: Arc<HashMap<String, Arc<IndexMap<String, Value>>>>,
+    pub registered: crate::site::HostResults,
     pub check: bool,
     pub diff: bool,
     pub local_dir: PathBuf,
