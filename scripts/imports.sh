@@ -22,7 +22,7 @@ LAYERS = [
     ["steps"],
     ["report"],
     ["run"],
-    ["cli", "adhoc", "keycopy"],
+    ["cli", "adhoc", "keycopy"],  # adhoc, keycopy: commands before src/cli/ (for older trees)
     ["lib", "main"],
 ]
 level = {m: i for i, ms in enumerate(LAYERS) for m in ms}
