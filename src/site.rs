@@ -141,13 +141,23 @@ impl Site {
         let vars = layers.for_host(&inv_vars, Some(own));
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
-        host_context(host, &vars, groups, &self.inventory.group_names(host), lookup)
+        host_context(&self.templates, host, &vars, groups, &self.inventory.group_names(host), lookup)
     }
 
-    /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars.
-    pub fn render_global(&self, pb: &Playbook, text: &str) -> std::result::Result<String, minijinja::Error> {
-        let ctx = crate::template::to_value(self.layers(pb).global());
-        self.templates.render_str(text, &ctx)
+    /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars
+    /// and the play's own `vars` (above env, below extra vars, as for a host).
+    pub fn render_global(
+        &self,
+        pb: &Playbook,
+        play_vars: &Vars,
+        text: &str,
+    ) -> std::result::Result<String, minijinja::Error> {
+        let layers = self.layers(pb);
+        let mut vars = layers.global();
+        vars.extend(
+            play_vars.iter().filter(|(k, _)| !layers.extra.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())),
+        );
+        self.templates.render_str(text, &self.templates.context(&vars))
     }
 
     pub fn render_for_host(

@@ -3,8 +3,9 @@
 //! `regex_replace`, ...) and the names `inventory_hostname`, `groups`, `group_names`, `hostvars`.
 //! Template files come from a site's override directory first, then the embedded `templates/`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
@@ -18,8 +19,13 @@ pub trait HostVarLookup: Send + Sync + std::fmt::Debug {
     fn vars_of(&self, host: &str) -> Option<serde_json::Value>;
 }
 
+/// `hostvars`: another host's variables, lazily rendered in that host's own context.
 #[derive(Debug)]
-struct HostVars(Arc<dyn HostVarLookup>);
+struct HostVars {
+    lookup: Arc<dyn HostVarLookup>,
+    env: Arc<Environment<'static>>,
+    groups: Value,
+}
 
 impl Object for HostVars {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
@@ -27,16 +33,21 @@ impl Object for HostVars {
     }
 
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
-        self.0.vars_of(key.as_str()?).map(|v| crate::template::to_value(&v))
+        let serde_json::Value::Object(vars) = self.lookup.vars_of(key.as_str()?)? else { return None };
+        let vars: crate::inventory::Vars = vars.into_iter().collect();
+        let mut globals = BTreeMap::new();
+        globals.insert("groups".to_string(), self.groups.clone());
+        globals.insert("hostvars".to_string(), Value::from_dyn_object(self.clone()));
+        Some(Value::from_object(LazyVars::new(self.env.clone(), &vars, Some(Value::from(globals)))))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Values(self.0.host_names().into_iter().map(Value::from).collect())
+        Enumerator::Values(self.lookup.host_names().into_iter().map(Value::from).collect())
     }
 }
 
 pub struct Templates {
-    env: Environment<'static>,
+    env: Arc<Environment<'static>>,
     override_dir: Option<PathBuf>,
 }
 
@@ -76,7 +87,7 @@ impl Templates {
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
-        Templates { env, override_dir }
+        Templates { env: Arc::new(env), override_dir }
     }
 
     /// The text of a template file, for error snippets and checks.
@@ -89,21 +100,19 @@ impl Templates {
     }
 
     /// Renders a string when it holds template syntax; plain strings pass through untouched.
-    /// A variable whose value is itself a template (`kube_host: "{{ groups['masters'][0] }}"`)
-    /// is rendered in turn, as Ansible's lazy templating does (a few levels deep).
+    /// Variables holding templates are rendered as they are read (see `LazyVars`), so the
+    /// output is never rendered again: text that only looks like a template (`{% raw %}`, a
+    /// registered stdout) stays as it is.
     pub fn render_str(&self, text: &str, ctx: &Value) -> Result<String, minijinja::Error> {
-        let mut out = text.to_string();
-        for _ in 0..5 {
-            if !out.contains("{{") && !out.contains("{%") {
-                break;
-            }
-            let next = self.env.render_str(&out, ctx)?;
-            if next == out {
-                break;
-            }
-            out = next;
+        if !is_template(text) {
+            return Ok(text.to_string());
         }
-        Ok(out)
+        self.env.render_str(text, ctx)
+    }
+
+    /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
+    pub fn context(&self, vars: &crate::inventory::Vars) -> Value {
+        Value::from_object(LazyVars::new(self.env.clone(), vars, None))
     }
 
     /// Evaluates a bare expression (`when:`, `until:`, `changed_when:`), Ansible-style.
@@ -130,22 +139,180 @@ pub fn describe_error(e: &minijinja::Error) -> String {
     msg
 }
 
-/// The context a template sees for one host.
+/// The context a template sees for one host: its variables (rendered lazily when they hold
+/// templates) and the names `inventory_hostname`, `groups`, `group_names`, `hostvars`.
 pub fn host_context(
+    templates: &Templates,
     host: &str,
     vars: &crate::inventory::Vars,
     groups: Value,
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
 ) -> Value {
-    let mut map: std::collections::BTreeMap<String, Value> =
-        vars.iter().map(|(k, v)| (k.clone(), crate::template::to_value(v))).collect();
-    map.insert("inventory_hostname".into(), Value::from(host));
-    map.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
-    map.insert("groups".into(), groups);
-    map.insert("group_names".into(), crate::template::to_value(group_names));
-    map.insert("hostvars".into(), Value::from_object(HostVars(hostvars)));
-    Value::from(map)
+    let mut ctx = LazyVars::new(templates.env.clone(), vars, None);
+    let hostvars = HostVars { lookup: hostvars, env: templates.env.clone(), groups: groups.clone() };
+    ctx.ready.insert("inventory_hostname".into(), Value::from(host));
+    ctx.ready.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
+    ctx.ready.insert("groups".into(), groups);
+    ctx.ready.insert("group_names".into(), crate::template::to_value(group_names));
+    ctx.ready.insert("hostvars".into(), Value::from_object(hostvars));
+    for k in ["inventory_hostname", "inventory_hostname_short", "groups", "group_names", "hostvars"] {
+        ctx.templated.remove(k);
+    }
+    Value::from_object(ctx)
+}
+
+/// Whether a string holds template syntax.
+pub fn is_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%")
+}
+
+fn holds_template(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::String(s) => is_template(s),
+        serde_json::Value::Array(a) => a.iter().any(holds_template),
+        serde_json::Value::Object(m) => m.values().any(holds_template),
+        _ => false,
+    }
+}
+
+thread_local! {
+    /// The variables being rendered on this thread, innermost last: a name met again is a cycle.
+    static RESOLVING: std::cell::RefCell<Vec<(usize, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+const CYCLE: &str = "variables refer to each other in a cycle";
+
+/// A template context whose variables holding templates (`node_token: "{{ inventory_hostname }}-x"`)
+/// are rendered when they are read, in the same context, as Ansible's lazy templating does: in a
+/// template file, a step's arguments, `when` or a play's pattern alike. A variable that needs
+/// itself is an error naming the chain.
+struct LazyVars {
+    env: Arc<Environment<'static>>,
+    ready: BTreeMap<String, Value>,
+    templated: BTreeMap<String, serde_json::Value>,
+    /// Names this context does not hold itself (`groups`, `hostvars` for another host's vars).
+    fallback: Option<Value>,
+    rendered: Mutex<BTreeMap<String, Value>>,
+}
+
+impl std::fmt::Debug for LazyVars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyVars").field("ready", &self.ready.keys()).field("templated", &self.templated).finish()
+    }
+}
+
+impl LazyVars {
+    fn new(env: Arc<Environment<'static>>, vars: &crate::inventory::Vars, fallback: Option<Value>) -> LazyVars {
+        let mut ready = BTreeMap::new();
+        let mut templated = BTreeMap::new();
+        for (k, v) in vars {
+            if holds_template(v) {
+                templated.insert(k.clone(), v.clone());
+            } else {
+                ready.insert(k.clone(), to_value(v));
+            }
+        }
+        LazyVars { env, ready, templated, fallback, rendered: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn resolve(self: &Arc<Self>, name: &str, raw: &serde_json::Value) -> Value {
+        if let Some(v) = self.rendered.lock().expect("render cache").get(name) {
+            return v.clone();
+        }
+        let me = (Arc::as_ptr(self) as usize, name.to_string());
+        let cycle = RESOLVING.with(|r| {
+            let r = r.borrow();
+            // Through `hostvars` each read makes a new context: depth bounds those cycles.
+            let start = r.iter().position(|x| *x == me).or_else(|| (r.len() >= 32).then(|| r.len() - 8));
+            start.map(|p| {
+                let mut chain: Vec<&str> = r[p..].iter().map(|x| x.1.as_str()).collect();
+                chain.push(name);
+                chain.join(" → ")
+            })
+        });
+        if let Some(chain) = cycle {
+            return Value::from(minijinja::Error::new(ErrorKind::InvalidOperation, format!("{CYCLE}: {chain}")));
+        }
+        RESOLVING.with(|r| r.borrow_mut().push(me));
+        let ctx = Value::from_dyn_object(self.clone());
+        let out = render_json(&self.env, raw, &ctx);
+        RESOLVING.with(|r| r.borrow_mut().pop());
+        match out {
+            Ok(v) => {
+                self.rendered.lock().expect("render cache").insert(name.to_string(), v.clone());
+                v
+            }
+            Err(e) => {
+                let detail = e.detail().unwrap_or_default().to_string();
+                if detail.starts_with(CYCLE) || detail.starts_with("variable '") {
+                    return Value::from(e);
+                }
+                let what = if detail.is_empty() { e.kind().to_string() } else { detail };
+                Value::from(minijinja::Error::new(e.kind(), format!("variable '{name}' ({raw}): {what}")))
+            }
+        }
+    }
+}
+
+impl Object for LazyVars {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let name = key.as_str()?;
+        if let Some(v) = self.ready.get(name) {
+            return Some(v.clone());
+        }
+        if let Some(raw) = self.templated.get(name) {
+            return Some(self.resolve(name, raw));
+        }
+        self.fallback.as_ref()?.get_attr(name).ok().filter(|v| !v.is_undefined())
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let mut keys: Vec<Value> =
+            self.ready.keys().chain(self.templated.keys()).map(|k| Value::from(k.as_str())).collect();
+        keys.sort();
+        Enumerator::Values(keys)
+    }
+}
+
+/// Renders every string of a variable's value. A string that is one expression (`"{{ groups['w'] }}"`)
+/// keeps the expression's type, as Ansible's native values do; other strings render to text.
+fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -> Result<Value, minijinja::Error> {
+    Ok(match v {
+        serde_json::Value::String(s) if is_template(s) => {
+            let t = s.trim();
+            let single = t
+                .strip_prefix("{{")
+                .and_then(|x| x.strip_suffix("}}"))
+                .filter(|x| !x.contains("{{") && !x.contains("}}") && !x.contains("{%"));
+            match single {
+                Some(expr) => {
+                    let v = env.compile_expression(expr)?.eval(ctx)?;
+                    if v.is_undefined() {
+                        return Err(minijinja::Error::new(
+                            ErrorKind::UndefinedError,
+                            format!("'{}' is undefined", expr.trim()),
+                        ));
+                    }
+                    v
+                }
+                None => Value::from(env.render_str(s, ctx)?),
+            }
+        }
+        serde_json::Value::Array(a) => {
+            Value::from(a.iter().map(|x| render_json(env, x, ctx)).collect::<Result<Vec<_>, _>>()?)
+        }
+        serde_json::Value::Object(m) => Value::from_iter(
+            m.iter()
+                .map(|(k, x)| Ok((k.clone(), render_json(env, x, ctx)?)))
+                .collect::<Result<Vec<(String, Value)>, minijinja::Error>>()?,
+        ),
+        other => to_value(other),
+    })
 }
 
 /// Compares dotted versions numerically (`580.95.05` > `565.57.01`, `v1.31.4+rke2r1` < `v1.32.0`).
@@ -270,8 +437,14 @@ mod tests {
     #[test]
     fn version_test() {
         let t = Templates::new(None);
-        let ctx =
-            host_context("h", &crate::inventory::Vars::new(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(
+            &t,
+            "h",
+            &crate::inventory::Vars::new(),
+            to_value(serde_json::json!({})),
+            &[],
+            Arc::new(NoHosts),
+        );
         assert!(t.eval("'580.95.05' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(!t.eval("'550.1' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(t.eval("'v1.31.4+rke2r1' is version('v1.32.0', '<')", &ctx).unwrap().is_true());
@@ -284,7 +457,7 @@ mod tests {
         let t = Templates::new(Some(dir.path().to_path_buf()));
         let mut vars = crate::inventory::Vars::new();
         vars.insert("t".into(), serde_json::json!("K10::x"));
-        let ctx = host_context("h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_file("c.yaml.j2", &ctx).unwrap(), "token: K10::x\n");
     }
 
@@ -293,7 +466,7 @@ mod tests {
         let t = Templates::new(None);
         let mut vars = crate::inventory::Vars::new();
         vars.insert("pw".into(), serde_json::json!("it's"));
-        let ctx = host_context("h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_str("{{ pw | quote }}", &ctx).unwrap(), "'it'\"'\"'s'");
         assert_eq!(t.render_str("{{ inventory_hostname }}", &ctx).unwrap(), "h1");
         let e = t.render_str("{{ nope }}", &ctx).unwrap_err();

@@ -130,7 +130,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
     check_needs_cycles(&playbooks)?;
     // Site conditions first: a wrong combination of settings stops the run before any host.
     for pb in &playbooks {
-        let ctx = crate::template::to_value(site.layers(pb).global());
+        let ctx = site.templates.context(&site.layers(pb).global());
         for (r, line) in &pb.require {
             let ok = site.templates.eval(&r.that, &ctx).map_err(|e| {
                 pb.source.error_at(
@@ -164,7 +164,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
     for pb in &playbooks {
         let mut per_play = Vec::new();
         for play in &pb.plays {
-            let pattern = site.render_global(pb, &play.hosts).map_err(|e| {
+            let pattern = site.render_global(pb, &play.vars, &play.hosts).map_err(|e| {
                 let needs_var = crate::template::Templates::is_undefined_error(&e);
                 let help =
                     needs_var.then(|| "this playbook needs that variable: pass it with -e name=value".to_string());

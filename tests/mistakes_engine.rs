@@ -1,0 +1,123 @@
+//! Operator mistakes the engine must stop on, never pass over in silence (issue 12, items 6-11):
+//! template-valued play and step vars, a `--start-at` naming no step, a play pattern naming no
+//! group, a serial batch that fails whole, a play whose needed play failed, and signals in every
+//! phase of a run. Each test pins the whole message line and the exit code.
+
+mod common;
+mod lab;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use common::*;
+use lab::{Lab, LabOptions};
+use serde_json::Value;
+
+/// A copy of tests/fixtures/site with the lab's inventory and `playbooks` written into it.
+struct Site<'a> {
+    lab: &'a Lab,
+    dir: tempfile::TempDir,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+impl<'a> Site<'a> {
+    fn new(lab: &'a Lab, files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&fixture("site"), dir.path());
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        lab.write_inventory(&dir.path().join("inventory.ini"), "");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        Site { lab, dir }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("copctl").unwrap();
+        c.args(args)
+            .args(["-i", "inventory.ini", "--known-hosts"])
+            .arg(&self.lab.known_hosts)
+            .current_dir(self.dir.path())
+            .env("HOME", self.dir.path().join("home"))
+            .env("NO_COLOR", "1")
+            .env_remove("SSH_AUTH_SOCK");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn run_json(&self, args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
+        let mut a = args.to_vec();
+        a.extend(["--output", "json"]);
+        let o = self.run(&a);
+        let events = stdout(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        (o.status.code(), events, stderr(&o))
+    }
+}
+
+/// The line of `text` that starts with `start` (after the error marker and blanks).
+fn line<'t>(text: &'t str, start: &str) -> Option<&'t str> {
+    text.lines().map(|l| l.trim_start().trim_start_matches("x ").trim_start()).find(|l| l.starts_with(start))
+}
+
+#[test]
+fn play_and_step_vars_holding_templates_are_rendered_where_they_are_used() {
+    let lab = Lab::start(2, LabOptions::default());
+    let site = Site::new(
+        &lab,
+        &[
+            (
+                "playbooks/lazy.yaml",
+                "description: template-valued vars (test playbook)\n\
+                 plays:\n\
+                 \x20 - name: lazy\n\
+                 \x20   hosts: lab\n\
+                 \x20   vars: { node_token: \"{{ inventory_hostname }}-x\", token_file: \"/var/tmp/{{ node_token }}.conf\" }\n\
+                 \x20   steps:\n\
+                 \x20     - name: token file\n\
+                 \x20       vars: { greeting: \"hello {{ node_token }}\" }\n\
+                 \x20       when: node_token == inventory_hostname ~ '-x'\n\
+                 \x20       template: { src: token.j2, dest: \"{{ token_file }}\", mode: \"0644\" }\n",
+            ),
+            ("templates/token.j2", "token: {{ node_token }}\n{{ greeting }}\n"),
+        ],
+    );
+    let (code, ev, err) = site.run_json(&["run", "lazy"]);
+    assert_eq!(code, Some(0), "{err}\n{ev:?}");
+    assert_eq!(
+        std::fs::read_to_string(lab.path(1, "/var/tmp/lab-2-x.conf")).unwrap(),
+        "token: lab-2-x\nhello lab-2-x\n"
+    );
+    // Variables that refer to each other: an error naming them, before any host is touched.
+    std::fs::write(
+        site.path("playbooks/cycle.yaml"),
+        "description: a cycle (test playbook)\nplays:\n  - name: cycle\n    hosts: lab\n    vars: { a: \"{{ b }}\", b: \"x{{ a }}\" }\n    steps:\n      - name: use\n        shell: echo {{ a }}\n",
+    )
+    .unwrap();
+    let o = site.run(&["run", "cycle"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        line(&err, "playbooks/cycle.yaml"),
+        Some("playbooks/cycle.yaml:8:16: step 'use' on lab-1: variables refer to each other in a cycle: a → b → a"),
+        "{err}"
+    );
+}
