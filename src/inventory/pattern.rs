@@ -275,7 +275,7 @@ impl Inventory {
     /// pattern Ansible cannot evaluate (a subscript past the end) selects nothing, with a warning.
     pub fn list_hosts(&self, pattern: &str, limit: Option<&str>) -> Result<Vec<String>> {
         match self.select(pattern, limit) {
-            Err(Error::Plain { message, help }) if limit.is_none() && message.starts_with(SUBSCRIPT_MISS) => {
+            Err(Error::Plain { message, help, .. }) if limit.is_none() && message.starts_with(SUBSCRIPT_MISS) => {
                 warn(format!("{message} ({})", help.unwrap_or_default()));
                 Ok(vec![])
             }
