@@ -121,3 +121,17 @@ fn play_and_step_vars_holding_templates_are_rendered_where_they_are_used() {
         "{err}"
     );
 }
+
+#[test]
+fn start_at_naming_no_step_is_an_error_with_the_closest_names() {
+    let o = copctl(None, &["run", "rke2-install", "--start-at", "instal rke2"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        line(&err, "--start-at"),
+        Some("--start-at 'instal rke2' names no planned step of rke2-install"),
+        "{err}"
+    );
+    assert_eq!(line(&err, "help:"), Some("help: did you mean: install rke2, start rke2?"), "{err}");
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+}

@@ -586,8 +586,40 @@ impl Signals {
     }
 }
 
+/// `--start-at NAME` must name a planned step: a name that matches none would pass over every
+/// task, and the run would "succeed" having done nothing.
+fn check_start_at(plan: &Plan, name: &str) -> Result<()> {
+    let mut names: Vec<&str> = Vec::new();
+    for t in plan.graph.node_weights().filter(|t| matches!(t.kind, TaskKind::Step(_))) {
+        if let Some(s) = plan.step(t)
+            && !names.contains(&s.name.as_str())
+        {
+            names.push(&s.name);
+        }
+    }
+    if names.contains(&name) {
+        return Ok(());
+    }
+    let mut close: Vec<(f64, &str)> =
+        names.iter().map(|n| (strsim::jaro_winkler(name, n), *n)).filter(|(s, _)| *s > 0.75).collect();
+    close.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let help = if close.is_empty() {
+        format!("the planned steps are: {}", names.join(", "))
+    } else {
+        format!("did you mean: {}?", close.iter().take(5).map(|c| c.1).collect::<Vec<_>>().join(", "))
+    };
+    let pbs: Vec<&str> = plan.playbooks.iter().map(|p| p.name.as_str()).collect();
+    Err(crate::error::Error::with_help(
+        format!("--start-at '{name}' names no planned step of {}", pbs.join(", ")),
+        help,
+    ))
+}
+
 /// `copctl run`: plan, connect lazily, execute, report. Returns the exit code.
 pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunRequest) -> Result<i32> {
+    if let Some(name) = &opts.start_at {
+        check_start_at(&plan, name)?;
+    }
     let site = Arc::new(site);
     let plan = Arc::new(plan);
     let redactor = site.redactor();
