@@ -135,3 +135,46 @@ fn start_at_naming_no_step_is_an_error_with_the_closest_names() {
     assert_eq!(line(&err, "help:"), Some("help: did you mean: install rke2, start rke2?"), "{err}");
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }
+
+#[test]
+fn a_play_pattern_naming_no_group_and_a_missing_required_group_are_errors() {
+    let o = copctl(None, &["run", "rolling-restart", "-e", "target_group=worker"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        line(&err, "playbooks/rolling-restart.yaml"),
+        Some(
+            "playbooks/rolling-restart.yaml:17:1: play 'servers': hosts 'worker:&masters': 'worker' is no group or \
+             host of inventory/inventory.ini"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        line(&err, "help:"),
+        Some("help: did you mean: workers, cop-worker-1, cop-worker-2, cop-worker-3?"),
+        "{err}"
+    );
+    // The shipped playbooks' `cluster` group, called otherwise in this inventory.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("inventory.ini"),
+        "[masters]\nm1\n[workers]\nw1\n[gpu]\n[k8s_cluster:children]\nmasters\nworkers\ngpu\n",
+    )
+    .unwrap();
+    let o = copctl(Some(dir.path()), &["-i", "inventory.ini", "run", "system-setup"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        line(&err, "playbooks/system-setup.yaml"),
+        Some(
+            "playbooks/system-setup.yaml:3:1: system-setup needs the inventory group 'cluster' (every node of the \
+             Kubernetes cluster (masters, workers and gpu)): inventory.ini has none"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        line(&err, "help:"),
+        Some("help: did you mean: k8s_cluster? name the group [cluster] in inventory.ini"),
+        "{err}"
+    );
+}

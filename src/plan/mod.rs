@@ -130,6 +130,24 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
     check_needs_cycles(&playbooks)?;
     // Site conditions first: a wrong combination of settings stops the run before any host.
     for pb in &playbooks {
+        for (group, role, line) in &pb.requires_groups {
+            if !inv.groups.contains_key(group) {
+                let close = inv.close_names(group);
+                let help = if close.is_empty() {
+                    format!("add the group [{group}] to {}", inv.source.name)
+                } else {
+                    format!("did you mean: {}? name the group [{group}] in {}", close.join(", "), inv.source.name)
+                };
+                return Err(pb.source.error_at(
+                    *line,
+                    1,
+                    0,
+                    format!("{} needs the inventory group '{group}' ({role}): {} has none", pb.name, inv.source.name),
+                    "required here",
+                    Some(help),
+                ));
+            }
+        }
         let ctx = site.templates.context(&site.layers(pb).global());
         for (r, line) in &pb.require {
             let ok = site.templates.eval(&r.that, &ctx).map_err(|e| {
@@ -189,6 +207,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
                     Some("an empty pattern would select every host: set the variable (-e name=value)".into()),
                 ));
             }
+            check_pattern_names(site, pb, play, &pattern)?;
             let full = inv.select(&pattern, None)?;
             if full.is_empty() {
                 warnings.push(format!("{}: play '{}': hosts '{pattern}' matches no host; skipped", pb.name, play.name));
@@ -500,6 +519,41 @@ impl Builder<'_> {
         }
         Ok(n)
     }
+}
+
+static SUBSCRIPTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(.+)\[[^\]]*\]$").unwrap());
+
+/// Every plain name of a play's pattern is a group or a host of the inventory: a typo
+/// (`-e target_group=worker`) would otherwise plan nothing and "succeed". Globs and `~regex`
+/// may match nothing; an existing group may be empty.
+fn check_pattern_names(site: &Site, pb: &Playbook, play: &Play, pattern: &str) -> Result<()> {
+    let inv = &site.inventory;
+    for part in crate::inventory::pattern::split(pattern) {
+        let bare = part.trim_start_matches(['&', '!']);
+        if bare.starts_with('~') || bare.starts_with('@') {
+            continue;
+        }
+        let name = SUBSCRIPTED.captures(bare).map(|c| c[1].to_string()).unwrap_or_else(|| bare.to_string());
+        if name.contains(['*', '?', '[']) || inv.groups.contains_key(&name) || inv.hosts.contains_key(&name) {
+            continue;
+        }
+        let close = inv.close_names(&name);
+        let help = if close.is_empty() {
+            let groups: Vec<&str> = inv.groups.keys().map(String::as_str).take(12).collect();
+            format!("groups in {}: {}", inv.source.name, groups.join(", "))
+        } else {
+            format!("did you mean: {}?", close.join(", "))
+        };
+        return Err(pb.source.error_at(
+            play.line,
+            1,
+            0,
+            format!("play '{}': hosts '{pattern}': '{name}' is no group or host of {}", play.name, inv.source.name),
+            "in this play",
+            Some(help),
+        ));
+    }
+    Ok(())
 }
 
 /// `serial` batches over the play's hosts; the last size repeats.

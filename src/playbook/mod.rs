@@ -67,6 +67,8 @@ struct PlaybookDef {
     vars: IndexMap<String, Value>,
     #[serde(default)]
     require: Vec<Spanned<Require>>,
+    #[serde(default)]
+    requires_groups: IndexMap<String, Spanned<String>>,
     plays: Vec<Spanned<PlayDef>>,
     #[serde(default)]
     handlers: Vec<Spanned<StepDef>>,
@@ -130,6 +132,9 @@ pub struct Playbook {
     pub vars: Vars,
     /// Site conditions, with their line.
     pub require: Vec<(Require, usize)>,
+    /// Inventory groups the playbook is written for (`requires_groups: {cluster: "role"}`):
+    /// group, its role, line. A missing one is an error, never a play that matches no host.
+    pub requires_groups: Vec<(String, String, usize)>,
     pub plays: Vec<Play>,
     pub handlers: Vec<Step>,
 }
@@ -258,6 +263,11 @@ impl Playbook {
             description: def.description,
             vars: def.vars.into_iter().collect(),
             require: def.require.into_iter().map(|r| (r.value, r.referenced.line() as usize)).collect(),
+            requires_groups: def
+                .requires_groups
+                .into_iter()
+                .map(|(g, r)| (g, r.value, r.referenced.line() as usize))
+                .collect(),
             plays,
             handlers,
         };
