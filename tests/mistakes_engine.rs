@@ -178,3 +178,38 @@ fn a_play_pattern_naming_no_group_and_a_missing_required_group_are_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn a_serial_batch_that_fails_on_every_host_stops_the_play() {
+    let lab = Lab::start(4, LabOptions::default());
+    let site = Site::new(
+        &lab,
+        &[(
+            "playbooks/batches.yaml",
+            "description: a whole batch fails (test playbook)\n\
+             plays:\n\
+             \x20 - name: rolling\n\
+             \x20   hosts: lab\n\
+             \x20   serial: 2\n\
+             \x20   steps:\n\
+             \x20     - name: enter\n\
+             \x20       shell: touch /var/tmp/entered\n\
+             \x20     - name: fails on the first two\n\
+             \x20       shell: \"[ {{ inventory_hostname }} != lab-1 ] && [ {{ inventory_hostname }} != lab-2 ]\"\n",
+        )],
+    );
+    let o = site.run(&["run", "batches"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(
+        line(&out, "play 'rolling' stopped"),
+        Some(
+            "play 'rolling' stopped: 2 of 2 host(s) failed in batch 1 (every host of the batch failed); the \
+             remaining batches and the plays that need it do not run"
+        ),
+        "{out}"
+    );
+    for i in 2..4 {
+        assert!(!lab.path(i, "/var/tmp/entered").exists(), "batch 2 ran on lab-{}", i + 1);
+    }
+}

@@ -311,20 +311,38 @@ impl Engine {
         let set = self.batch_failures.entry((t.playbook, t.play, t.batch)).or_default();
         set.insert(host.clone());
         let failures = set.len();
+        // Ansible's rule: when every host of a batch has failed, the play stops, unless max_fail
+        // says how many may fail.
+        let batches = &self.plan.batches[t.playbook][t.play];
+        let all_failed = !play.serial.is_empty()
+            && batches
+                .get(t.batch.saturating_sub(1))
+                .is_some_and(|b| !b.is_empty() && b.iter().all(|h| set.contains(h)));
         let exceeded = play.any_errors_fatal
-            || play.max_fail.is_some_and(|m| {
-                let pct = match m {
-                    crate::playbook::Batch::Count(c) => c as f64 * 100.0 / batch_hosts as f64,
-                    crate::playbook::Batch::Percent(p) => p,
-                };
-                failures as f64 * 100.0 / batch_hosts as f64 > pct
-            });
+            || match play.max_fail {
+                Some(m) => {
+                    let pct = match m {
+                        crate::playbook::Batch::Count(c) => c as f64 * 100.0 / batch_hosts as f64,
+                        crate::playbook::Batch::Percent(p) => p,
+                    };
+                    failures as f64 * 100.0 / batch_hosts as f64 > pct
+                }
+                None => all_failed,
+            };
         if exceeded && !self.aborted_plays.contains_key(&(t.playbook, t.play)) {
             let why = format!(
-                "play '{}' stopped: {failures} of {batch_hosts} host(s) failed in batch {}{}",
+                "play '{}' stopped: {failures} of {batch_hosts} host(s) failed{}{}",
                 play.name,
-                t.batch,
-                if play.any_errors_fatal { " (any_errors_fatal)" } else { " (max_fail exceeded)" }
+                if batches.len() > 1 { format!(" in batch {}", t.batch) } else { String::new() },
+                if play.any_errors_fatal {
+                    " (any_errors_fatal)"
+                } else if play.max_fail.is_some() {
+                    " (max_fail exceeded)"
+                } else if batches.len() > 1 {
+                    " (every host of the batch failed)"
+                } else {
+                    " (every host of the play failed)"
+                }
             );
             self.reporter.note(&format!("{why}; the remaining batches and the plays that need it do not run"));
             self.aborted_plays.insert((t.playbook, t.play), why);
