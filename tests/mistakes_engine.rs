@@ -213,3 +213,97 @@ fn a_serial_batch_that_fails_on_every_host_stops_the_play() {
         assert!(!lab.path(i, "/var/tmp/entered").exists(), "batch 2 ran on lab-{}", i + 1);
     }
 }
+
+/// Waits for `child` at most `limit`; kills it and fails when it is still running then.
+fn wait_within(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    let t = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{what}: still running {limit:?} after the signal\n{}{}", stdout(&o), stderr(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_signal_during_retries_ends_the_run_promptly_with_the_recap() {
+    let lab = Lab::start(1, LabOptions::default());
+    let site = Site::new(
+        &lab,
+        &[(
+            "playbooks/retry.yaml",
+            "description: a step that retries (test playbook)\n\
+             plays:\n\
+             \x20 - name: wait\n\
+             \x20   hosts: lab\n\
+             \x20   steps:\n\
+             \x20     - name: until ready\n\
+             \x20       shell: touch /var/tmp/tried; false\n\
+             \x20       register: r\n\
+             \x20       until: r.rc == 0\n\
+             \x20       retries: 100\n\
+             \x20       delay: 2\n",
+        )],
+    );
+    let child = site
+        .cmd(&["run", "retry"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while !lab.path(0, "/var/tmp/tried").exists() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the step never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = wait_within(child, std::time::Duration::from_secs(5), "a retrying step");
+    assert_eq!(o.status.code(), Some(143), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(
+        line(&out, "interrupted:"),
+        Some("interrupted: no new tasks start; waiting for 1 running task(s) (interrupt again to abandon them)"),
+        "{out}"
+    );
+    assert!(out.contains("\nRECAP\n"), "{out}");
+    let verdict = out.lines().last().unwrap_or("");
+    assert!(verdict.starts_with("interrupted in ") && verdict.ends_with("s (exit 143)"), "{out}");
+}
+
+#[test]
+fn a_signal_while_a_huge_inventory_loads_ends_the_run_promptly_with_the_recap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inv = String::from("[all:vars]\nansible_connection=local\n[cluster]\n");
+    for i in 0..90_000 {
+        inv.push_str(&format!("node-{i:05} a={i} b=\"[1, 2, {{'k': {i}}}]\" c=True d='x y z' e=1.5\n"));
+    }
+    std::fs::write(dir.path().join("inventory.ini"), inv).unwrap();
+    let child = Command::cargo_bin("copctl")
+        .unwrap()
+        .args(["-i", "inventory.ini", "run", "system-setup"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = wait_within(child, std::time::Duration::from_secs(2), "loading a huge inventory");
+    assert_eq!(o.status.code(), Some(143), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(
+        line(&out, "interrupted while"),
+        Some("interrupted while loading the inventory and playbooks: nothing was started"),
+        "{out}"
+    );
+    assert!(out.contains("\nRECAP\n"), "{out}");
+    let verdict = out.lines().last().unwrap_or("");
+    assert!(verdict.starts_with("interrupted in ") && verdict.ends_with("s (exit 143)"), "{out}");
+}

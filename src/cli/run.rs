@@ -62,9 +62,12 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
 /// Loads the site with the request's extra vars, plans, and runs; returns the exit code.
 pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
     crate::run::catch_early_signals();
-    let site = cli.site(&req.extra_vars)?;
-    let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
-    let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
+    let (site, plan) = crate::run::load_interruptibly(req.output, cli.verbose, || {
+        let site = cli.site(&req.extra_vars)?;
+        let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+        let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
+        Ok((site, plan))
+    })?;
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }

@@ -89,6 +89,8 @@ pub struct Engine {
     /// Tasks not yet finished per host connected to: at 0 the host's connection is closed, so a
     /// run over a thousand hosts holds only the connections still in use.
     tasks_left: HashMap<String, usize>,
+    /// Set on the first interrupt: a step waiting to retry (`until`) stops waiting.
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// Tags a task carries: its step's and its play's.
@@ -135,6 +137,7 @@ impl Engine {
             started_tag: false,
             reporter,
             tasks_left,
+            stop: tokio::sync::watch::channel(false).0,
         }
     }
 
@@ -448,6 +451,7 @@ impl Engine {
                     check: self.opts.check,
                     diff: self.opts.diff,
                     local_dir: self.opts.local_dir.clone(),
+                    stop: self.stop.subscribe(),
                 };
                 running.spawn(async move {
                     let t0 = Instant::now();
@@ -489,6 +493,7 @@ impl Engine {
                         break;
                     }
                     interrupted = Some(sig);
+                    let _ = self.stop.send(true);
                     self.reporter.note(&format!(
                         "interrupted: no new tasks start; waiting for {} running task(s) (interrupt again to abandon them)",
                         running.len()
@@ -562,6 +567,38 @@ pub fn catch_early_signals() {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
     }
+}
+
+/// Loads the site and plans the run (`load`) while watching for SIGINT / SIGTERM: loading a
+/// huge inventory can take a while, and an interrupt then ends copctl at once with its (empty)
+/// recap rather than being remembered until the load is over.
+pub fn load_interruptibly<T: Send>(
+    output: OutputFormat,
+    verbose: u8,
+    load: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let loading = s.spawn(load);
+        loop {
+            if loading.is_finished() {
+                return loading.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            }
+            let code = match EARLY_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+                libc::SIGINT => 130,
+                libc::SIGTERM => 143,
+                _ => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+            };
+            let mut reporter = Reporter::new(output, verbose, false, crate::vars::secret::Redactor::new(Vec::new()), 0);
+            reporter.note("interrupted while loading the inventory and playbooks: nothing was started");
+            reporter.run_end(&BTreeMap::new(), &[], code, true, started.elapsed());
+            // The loading thread is left behind: exiting here is the point.
+            std::process::exit(code);
+        }
+    })
 }
 
 fn early_signal() -> Option<i32> {

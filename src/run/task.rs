@@ -27,6 +27,8 @@ pub struct Job {
     pub check: bool,
     pub diff: bool,
     pub local_dir: PathBuf,
+    /// Becomes true when the run is interrupted.
+    pub stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Evaluates a condition; all expressions of a list must hold.
@@ -244,7 +246,16 @@ impl Job {
                 return o;
             }
             attempt += 1;
-            tokio::time::sleep(delay).await;
+            // An interrupt ends the wait: the run stops promptly, not after every retry.
+            let mut stop = self.stop.clone();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                Ok(_) = stop.wait_for(|s| *s) => {
+                    o.status = Status::Failed;
+                    o.msg = format!("interrupted while waiting to retry (`until` false after {attempt} attempt(s))");
+                    return o;
+                }
+            }
         }
     }
 }
