@@ -214,6 +214,42 @@ fn a_serial_batch_that_fails_on_every_host_stops_the_play() {
     }
 }
 
+#[test]
+fn a_play_whose_needed_play_failed_everywhere_does_not_run() {
+    let lab = Lab::start(2, LabOptions::default());
+    let site = Site::new(
+        &lab,
+        &[(
+            "playbooks/needs.yaml",
+            "description: the needed play fails (test playbook)\n\
+             plays:\n\
+             \x20 - name: operator\n\
+             \x20   hosts: lab[0]\n\
+             \x20   steps:\n\
+             \x20     - name: install\n\
+             \x20       shell: \"false\"\n\
+             \x20 - name: label\n\
+             \x20   hosts: lab[1]\n\
+             \x20   needs: [operator]\n\
+             \x20   steps:\n\
+             \x20     - name: label the node\n\
+             \x20       shell: touch /var/tmp/labelled\n",
+        )],
+    );
+    let (code, ev, err) = site.run_json(&["run", "needs"]);
+    assert_eq!(code, Some(2), "{err}\n{ev:?}");
+    assert!(!lab.path(1, "/var/tmp/labelled").exists(), "the play ran after the play it needs failed");
+    let end = ev
+        .iter()
+        .find(|e| e["event"] == "task_end" && e["host"] == "lab-2")
+        .unwrap_or_else(|| panic!("lab-2 is reported: {ev:?}"));
+    assert_eq!(end["status"], "skipped", "{end}");
+    assert_eq!(
+        end["msg"], "not run: play 'operator' stopped: 1 of 1 host(s) failed (every host of the play failed)",
+        "{end}"
+    );
+}
+
 /// Waits for `child` at most `limit`; kills it and fails when it is still running then.
 fn wait_within(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
     let t = std::time::Instant::now();

@@ -317,10 +317,10 @@ impl Engine {
         // Ansible's rule: when every host of a batch has failed, the play stops, unless max_fail
         // says how many may fail.
         let batches = &self.plan.batches[t.playbook][t.play];
-        let all_failed = !play.serial.is_empty()
-            && batches
-                .get(t.batch.saturating_sub(1))
-                .is_some_and(|b| !b.is_empty() && b.iter().all(|h| set.contains(h)));
+        // A play without `serial` is one batch: when it failed everywhere, the plays that need
+        // it (by default the next one) do not run either.
+        let all_failed =
+            batches.get(t.batch.saturating_sub(1)).is_some_and(|b| !b.is_empty() && b.iter().all(|h| set.contains(h)));
         let exceeded = play.any_errors_fatal
             || match play.max_fail {
                 Some(m) => {
