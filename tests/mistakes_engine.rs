@@ -4,7 +4,7 @@
 //! phase of a run. Each test pins the whole message line and the exit code.
 
 mod common;
-mod lab;
+use common::lab;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
