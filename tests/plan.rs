@@ -191,7 +191,7 @@ fn validate_checks_every_shipped_playbook() {
         .arg("validate")
         .stderr("")
         .stdout(
-            r#"note: node-remove not planned: playbooks/node-remove.yaml:8:1: play 'remove': hosts: `node` is undefined
+            r#"note: node-remove not planned: playbooks/node-remove.yaml:11:1: play 'remove': hosts: `node` is undefined
 ok: 9 host(s), 7 group(s), 10 playbook(s), 481 planned task(s); nothing was run
 "#,
         )
