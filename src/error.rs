@@ -16,6 +16,8 @@ pub enum ErrorKind {
     NothingToDo,
     /// A play's `hosts:` needs a variable that was not given (`-e name=value`).
     NeedsVar,
+    /// stdout was closed by its reader (`copctl plan --format json | head -1`): not worth a word.
+    BrokenPipe,
 }
 
 /// An error pointing into a source file (inventory, env.yaml, playbook, template).
@@ -120,19 +122,17 @@ impl Error {
         Error::Plain { message: message.into(), help: Some(help.into()), kind: ErrorKind::Other }
     }
 
-    /// Adds a second piece of advice to a plain error's help.
-    pub fn with_extra_help(self, more: &str) -> Self {
-        match self {
-            Error::Plain { message, help, kind } => Error::Plain {
-                message,
-                help: Some(match help {
-                    Some(h) => format!("{h}; {more}"),
-                    None => more.to_string(),
-                }),
-                kind,
-            },
-            other => other,
-        }
+    /// Adds a second piece of advice to the error's help.
+    pub fn with_extra_help(mut self, more: &str) -> Self {
+        let help = match &mut self {
+            Error::Plain { help, .. } => help,
+            Error::Located(e) => &mut e.help,
+        };
+        *help = Some(match help.take() {
+            Some(h) => format!("{h}; {more}"),
+            None => more.to_string(),
+        });
+        self
     }
 
     /// The same error, marked as `kind` for the code that decides on it.
@@ -162,7 +162,8 @@ impl Error {
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::plain(e.to_string())
+        let kind = if e.kind() == std::io::ErrorKind::BrokenPipe { ErrorKind::BrokenPipe } else { ErrorKind::Other };
+        Error::plain(e.to_string()).with_kind(kind)
     }
 }
 

@@ -11,9 +11,18 @@ fn main() {
         Box::new(opts.unicode(tty).color(tty && std::env::var_os("NO_COLOR").is_none()).build())
     }));
     raise_open_file_limit();
-    let cli = copctl::cli::Cli::parse();
+    let cli = match copctl::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Exit 2 means "a host failed" (README); a usage error is 1, help and version 0.
+            std::process::exit(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
     match copctl::cli::execute(&cli) {
         Ok(code) => std::process::exit(code),
+        // A reader that stopped reading (`| head`) ends the output quietly, as other Unix tools do.
+        Err(e) if e.kind() == copctl::error::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => {
             eprintln!("{:?}", miette::Report::new(e));
             std::process::exit(1);

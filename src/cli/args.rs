@@ -32,7 +32,8 @@ pub struct Cli {
     /// accept-new records unknown host keys and refuses changed ones; strict refuses both.
     #[arg(long, global = true, value_enum, default_value_t = HostKeyPolicy::AcceptNew)]
     pub host_key_checking: HostKeyPolicy,
-    /// Seconds to wait for a host's SSH connection.
+    /// Seconds to reach a host: TCP connect, SSH handshake and login, retries of refused or timed-out
+    /// connections included (a host still unreachable after that is reported unreachable).
     #[arg(long, global = true, default_value_t = 10)]
     pub connect_timeout: u64,
     /// ssh_config file (default: ~/.ssh/config).

@@ -128,13 +128,16 @@ fn run(
     });
     let secs = start.elapsed().as_secs_f64();
     match format {
-        OutputFormat::Json => println!(
+        OutputFormat::Json => writeln!(
+            std::io::stdout(),
             "{}",
             json!({"summary": {"hosts": hosts.len(), "ok": ok, "failed": failed, "unreachable": unreachable, "seconds": secs}})
-        ),
-        OutputFormat::Human => {
-            println!("{} host(s): {ok} ok, {failed} failed, {unreachable} unreachable ({secs:.2}s)", hosts.len())
-        }
+        )?,
+        OutputFormat::Human => writeln!(
+            std::io::stdout(),
+            "{} host(s): {ok} ok, {failed} failed, {unreachable} unreachable ({secs:.2}s)",
+            hosts.len()
+        )?,
     }
     Ok(if unreachable > 0 {
         4

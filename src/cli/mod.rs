@@ -48,7 +48,7 @@ impl Cli {
     fn ssh_options(&self) -> SshOptions {
         if self.host_key_checking == HostKeyPolicy::Off {
             eprintln!(
-                "warning: --host-key-checking off: host keys are not verified; anyone on the path can pose as a host"
+                "warning: --host-key-checking off: host keys are not verified (a key marked @revoked in known_hosts is still refused); anyone on the path can pose as a host"
             );
         }
         let mut o = SshOptions::new(KnownHosts::from_flag(self.known_hosts.clone(), self.host_key_checking));

@@ -2,6 +2,8 @@
 //! prints (the key on a new node, the confirmation of a removal); which playbooks make up each
 //! procedure is `procedures`' business.
 
+use std::io::Write;
+
 use super::Cli;
 use super::args::NodeCmd;
 use super::ssh_copy_id::{copy_id, password_source, public_key_file};
@@ -59,7 +61,7 @@ fn install_key_if_needed(cli: &Cli, site: &crate::site::Site, name: &str) -> Res
                 .map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;
             let pw = password_source(format!("SSH password for {}: ", spec.target()));
             rt.block_on(copy_id(&spec, &opts, &text, &pw))?;
-            println!("{name}: installed {} for {}", pubkey.display(), spec.target());
+            writeln!(std::io::stdout(), "{name}: installed {} for {}", pubkey.display(), spec.target())?;
         }
         Err(e) => return Err(Error::plain(e.to_string())),
     }

@@ -4,6 +4,8 @@
 //! or `COPCTL_SSH_PASSWORD` for automation — never an argument), appends the key only if absent,
 //! fixes modes 700/600, and records the host key (accept-new).
 
+use std::io::Write;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,10 +61,19 @@ pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
         let spec = spec_of(t);
         match rt.block_on(copy_id(&spec, &opts, &pubkey_text, &password)) {
             Ok(Copied::AlreadyWorked) => {
-                println!("{t}: key authentication already works for {}; nothing changed", spec.target())
+                writeln!(
+                    std::io::stdout(),
+                    "{t}: key authentication already works for {}; nothing changed",
+                    spec.target()
+                )?;
             }
             Ok(Copied::Installed) => {
-                println!("{t}: installed {} for {}; key authentication works", pubkey.display(), spec.target())
+                writeln!(
+                    std::io::stdout(),
+                    "{t}: installed {} for {}; key authentication works",
+                    pubkey.display(),
+                    spec.target()
+                )?;
             }
             Err(e) => {
                 failed += 1;

@@ -163,9 +163,35 @@ impl PlaybookSource {
     pub fn load(&self, name: &str) -> Result<Playbook> {
         let as_path = Path::new(name);
         if name.contains('/') || name.ends_with(".yaml") || name.ends_with(".yml") {
-            let source = crate::error::read_source(as_path)?;
             let stem = yaml_stem(as_path).unwrap_or_else(|| name.to_string());
-            return Playbook::parse(&stem, source);
+            let builtin = self.manual_alias(&stem);
+            if as_path.is_file() {
+                let source = crate::error::read_source(as_path)?;
+                let ansible_like = source.text.trim_start().starts_with('-');
+                return Playbook::parse(&stem, source).map_err(|e| match &builtin {
+                    // The operator's old Ansible playbook, given by the name the manual uses.
+                    Some(b) if ansible_like => e.with_extra_help(&format!(
+                        "this is an Ansible playbook (a list of plays); copctl's own version of it is the built-in playbook '{b}': copctl run {b}"
+                    )),
+                    _ => e,
+                });
+            }
+            return match builtin {
+                Some(b) => {
+                    if b == stem {
+                        eprintln!("note: no file {name} here: running the built-in playbook '{b}'");
+                    } else {
+                        eprintln!(
+                            "note: no file {name} here; it is the manual's name of the built-in playbook '{b}': running '{b}'"
+                        );
+                    }
+                    self.load(&b)
+                }
+                None => Err(Error::with_help(
+                    format!("no playbook file {name}"),
+                    format!("give the path of a copctl playbook, or a built-in name: {}", self.names().join(", ")),
+                )),
+            };
         }
         if let Some(dir) = &self.override_dir {
             for ext in ["yaml", "yml"] {
@@ -181,6 +207,10 @@ impl PlaybookSource {
                 return Playbook::parse(name, Source::new(format!("playbooks/{name}.{ext}"), text));
             }
         }
+        if let Some(b) = self.manual_alias(name) {
+            eprintln!("note: '{name}' is the manual's name of the built-in playbook '{b}': running '{b}'");
+            return self.load(&b);
+        }
         let names = self.names();
         let close: Vec<&String> = names.iter().filter(|n| strsim::jaro_winkler(name, n) > 0.8).collect();
         let help = if close.is_empty() {
@@ -189,6 +219,17 @@ impl PlaybookSource {
             format!("did you mean {}?", close.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
         };
         Err(Error::with_help(format!("no playbook named '{name}'"), help))
+    }
+
+    /// The built-in playbook the operators' manual calls `stem`: its playbooks are named
+    /// `openmaru-cop-<name>.yaml`, and its rolling restart `rke2-rolling-restart`.
+    fn manual_alias(&self, stem: &str) -> Option<String> {
+        let names = self.names();
+        let short = stem.strip_prefix("openmaru-cop-").unwrap_or(stem);
+        [short, short.strip_prefix("rke2-").unwrap_or(short)]
+            .into_iter()
+            .find(|n| names.iter().any(|b| b == n))
+            .map(str::to_string)
     }
 }
 

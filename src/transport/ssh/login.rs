@@ -134,14 +134,19 @@ fn transient(e: &TransportError) -> bool {
 }
 
 /// Connects (through the jump hosts, if any) and authenticates, retrying transient failures with
-/// exponential backoff.
+/// exponential backoff. `connect_timeout` is the whole budget for one host, retries included: an
+/// operator who types `--connect-timeout 2` hears about a dead host after 2 s, not after the
+/// attempts and their pauses have added up.
 pub(super) async fn login(
     spec: &HostSpec,
     opts: &SshOptions,
     password: Option<&Secret>,
 ) -> Result<Login, TransportError> {
+    let budget = opts.connect_timeout;
+    let deadline = tokio::time::Instant::now() + budget;
+    let last: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let attempt = || async { login_once(spec, opts, password).await };
-    attempt
+    let retries = attempt
         .retry(
             ExponentialBuilder::default()
                 .with_min_delay(Duration::from_millis(200))
@@ -151,8 +156,27 @@ pub(super) async fn login(
         )
         .sleep(tokio::time::sleep)
         .when(transient)
-        .notify(|e, after| tracing::debug!(host = %spec.name, "connection attempt failed, retrying in {after:?}: {e}"))
-        .await
+        // A pause that would end past the budget ends the retries instead.
+        .adjust(|_, pause| pause.filter(|p| tokio::time::Instant::now() + *p < deadline))
+        .notify(|e, after| {
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            tracing::debug!(host = %spec.name, "connection attempt failed, retrying in {after:?}: {e}")
+        });
+    // A little past the budget: an attempt's own timeout (which names what timed out) ends first.
+    match tokio::time::timeout_at(deadline + Duration::from_millis(50), retries).await {
+        Ok(r) => r,
+        Err(_) => {
+            let last = last.lock().unwrap_or_else(|p| p.into_inner()).take();
+            Err(TransportError::Unreachable {
+                host: spec.name.clone(),
+                reason: match last {
+                    Some(e) => format!("no SSH login within the connect timeout ({budget:?}); the last attempt: {e}"),
+                    None => format!("no SSH login within the connect timeout ({budget:?})"),
+                },
+                transient: true,
+            })
+        }
+    }
 }
 
 async fn login_once(spec: &HostSpec, opts: &SshOptions, password: Option<&Secret>) -> Result<Login, TransportError> {

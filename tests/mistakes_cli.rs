@@ -1,0 +1,124 @@
+//! Command-line mistakes and conventions (issue 12, items 13-16): a usage error exits 1 (2 means
+//! a failed host), `--connect-timeout` is the whole budget for reaching a host, the manual's
+//! playbook names and `.yaml` paths find the built-in playbooks (saying so), and a reader that
+//! stops reading (`| head`) ends the output quietly. Each test pins the whole message and the
+//! exit code.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn a_usage_error_exits_1_not_the_failed_host_code() {
+    Test::repo()
+        .args(["plan", "system-setup", "--forks", "abc"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "error: invalid value 'abc' for '--forks <FORKS>': invalid digit found in string\n\nFor more information, try '--help'.\n",
+        )
+        .run();
+    Test::repo()
+        .args(["plan", "system-setup", "--nosuch"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "error: unexpected argument '--nosuch' found\n\n  tip: to pass '--nosuch' as a value, use '-- --nosuch'\n\nUsage: copctl plan <PLAYBOOKS>...\n\nFor more information, try '--help'.\n",
+        )
+        .run();
+    // Help is not a mistake.
+    let ran = Test::repo().args(["plan", "--help"]).status(0).stderr("").run();
+    assert!(ran.stdout.starts_with("Show the task graph a run would execute"), "{}", ran.stdout);
+}
+
+#[test]
+fn connect_timeout_is_the_whole_budget_retries_included() {
+    // A host that accepts TCP and never says a word: each attempt would wait for the handshake.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let started = Instant::now();
+    let ran = Test::new()
+        .inventory(&format!("[web]\nw1 ansible_host=127.0.0.1 ansible_port={port}\n"))
+        .args(["exec", "all", "--connect-timeout", "2", "--", "true"])
+        .status(4)
+        .stderr("")
+        .run();
+    assert_eq!(
+        normalize(&ran.stdout, ran.site()).replace(&port.to_string(), "PORT"),
+        "w1 | UNREACHABLE! => w1: unreachable: SSH handshake with [ADDR]:PORT timed out after 2s\n1 host(s): 0 ok, 0 failed, 1 unreachable ([T])\n"
+    );
+    // Three retries, each waiting the full 2 s plus the pauses between them, took 9 s before.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "--connect-timeout 2 took {took:?}");
+    drop(silent);
+}
+
+#[test]
+fn the_manuals_playbook_names_and_yaml_paths_run_the_built_in_playbooks() {
+    let ran = Test::repo()
+        .args(["plan", "openmaru-cop-rke2-rolling-restart.yaml"])
+        .stderr("note: no file openmaru-cop-rke2-rolling-restart.yaml here; it is the manual's name of the built-in playbook 'rolling-restart': running 'rolling-restart'\n")
+        .run();
+    assert!(ran.stdout.starts_with("playbook rolling-restart — "), "{}", ran.stdout);
+    let ran = Test::repo()
+        .args(["plan", "openmaru-cop-system-setup"])
+        .stderr("note: 'openmaru-cop-system-setup' is the manual's name of the built-in playbook 'system-setup': running 'system-setup'\n")
+        .run();
+    assert!(ran.stdout.starts_with("playbook system-setup — "), "{}", ran.stdout);
+    let ran = Test::repo()
+        .args(["plan", "rolling-restart.yaml"])
+        .stderr("note: no file rolling-restart.yaml here: running the built-in playbook 'rolling-restart'\n")
+        .run();
+    assert!(ran.stdout.starts_with("playbook rolling-restart — "), "{}", ran.stdout);
+    Test::repo()
+        .args(["plan", "./nosuch.yaml"])
+        .status(1)
+        .stdout("")
+        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: gpu-install, gpu-operator, gpu-preinstall, node-remove, rke2-install, rke2-post-install, rke2-private-registry, rolling-restart, system-dns, system-setup\n\n")
+        .run();
+}
+
+#[test]
+fn the_operators_old_ansible_playbook_is_answered_with_the_built_in_name() {
+    Test::new()
+        .inventory("[masters]\nm1\n")
+        .write("openmaru-cop-system-dns.yaml", "- hosts: all\n  tasks: []\n")
+        .args(["plan", "openmaru-cop-system-dns.yaml"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x openmaru-cop-system-dns.yaml:1:1: expected mapping start
+   ,-[openmaru-cop-system-dns.yaml:1:1]
+ 1 | - hosts: all
+   : ^^^^^^|^^^^^
+   :       `-- here
+ 2 |   tasks: []
+   `----
+  help: this is an Ansible playbook (a list of plays); copctl's own version of it is the built-in playbook 'system-dns': copctl run system-dns
+
+"#,
+        )
+        .run();
+}
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_quietly() {
+    // Far more than a pipe holds, so copctl must meet the closed pipe.
+    let site = Site::new();
+    site.write("inventory.ini", "[web]\nweb[00001:30000].example.com\n");
+    let mut child =
+        site.command(["hosts", "all"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("copctl starts");
+    let mut first = [0u8; 16];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!((status.code(), stderr.as_str()), (Some(0), ""), "`copctl hosts all | head -c 16`");
+    assert_eq!(&first, b"web00001.example");
+}
