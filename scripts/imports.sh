@@ -8,18 +8,19 @@ cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
 import os, re, sys
 
-# Layers, low to high: data flows load → select → plan → execute → report → commands.
+# Layers, low to high: data flows load → select → plan → execute → report → commands; the step
+# kinds sit below the playbook model, which is derived from their registry (docs/DESIGN.md).
 # A module may use its own layer and the ones below.
 LAYERS = [
     ["error", "yaml"],
     ["inventory"],
     ["vars"],
     ["template"],
+    ["transport"],
+    ["steps"],  # the step kinds own their arguments; the playbook model is built from them
     ["playbook"],
     ["site"],
     ["plan", "procedures"],
-    ["transport"],
-    ["steps"],
     ["report"],
     ["run"],
     ["cli", "adhoc", "keycopy"],  # adhoc, keycopy: commands before src/cli/ (for older trees)
