@@ -156,9 +156,6 @@ pub fn host_context(
     ctx.ready.insert("groups".into(), groups);
     ctx.ready.insert("group_names".into(), crate::template::to_value(group_names));
     ctx.ready.insert("hostvars".into(), Value::from_object(hostvars));
-    for k in ["inventory_hostname", "inventory_hostname_short", "groups", "group_names", "hostvars"] {
-        ctx.templated.remove(k);
-    }
     Value::from_object(ctx)
 }
 
@@ -189,8 +186,11 @@ const CYCLE: &str = "variables refer to each other in a cycle";
 /// itself is an error naming the chain.
 struct LazyVars {
     env: Arc<Environment<'static>>,
+    /// Names set by copctl (`inventory_hostname`, `groups`, ...): they shadow variables.
     ready: BTreeMap<String, Value>,
-    templated: BTreeMap<String, serde_json::Value>,
+    /// The variables as loaded, converted when first read: a context is made per host and task,
+    /// and converting a large env.yaml whole each time made planning O(hosts x tasks x settings).
+    raw: crate::inventory::Vars,
     /// Names this context does not hold itself (`groups`, `hostvars` for another host's vars).
     fallback: Option<Value>,
     rendered: Mutex<BTreeMap<String, Value>>,
@@ -198,22 +198,13 @@ struct LazyVars {
 
 impl std::fmt::Debug for LazyVars {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyVars").field("ready", &self.ready.keys()).field("templated", &self.templated).finish()
+        f.debug_struct("LazyVars").field("ready", &self.ready.keys()).field("raw", &self.raw.keys()).finish()
     }
 }
 
 impl LazyVars {
     fn new(env: Arc<Environment<'static>>, vars: &crate::inventory::Vars, fallback: Option<Value>) -> LazyVars {
-        let mut ready = BTreeMap::new();
-        let mut templated = BTreeMap::new();
-        for (k, v) in vars {
-            if holds_template(v) {
-                templated.insert(k.clone(), v.clone());
-            } else {
-                ready.insert(k.clone(), to_value(v));
-            }
-        }
-        LazyVars { env, ready, templated, fallback, rendered: Mutex::new(BTreeMap::new()) }
+        LazyVars { env, ready: BTreeMap::new(), raw: vars.clone(), fallback, rendered: Mutex::new(BTreeMap::new()) }
     }
 
     fn resolve(self: &Arc<Self>, name: &str, raw: &serde_json::Value) -> Value {
@@ -265,16 +256,20 @@ impl Object for LazyVars {
         if let Some(v) = self.ready.get(name) {
             return Some(v.clone());
         }
-        if let Some(raw) = self.templated.get(name) {
-            return Some(self.resolve(name, raw));
+        if let Some(raw) = self.raw.get(name) {
+            if holds_template(raw) {
+                return Some(self.resolve(name, raw));
+            }
+            let mut cache = self.rendered.lock().expect("render cache");
+            return Some(cache.entry(name.to_string()).or_insert_with(|| to_value(raw)).clone());
         }
         self.fallback.as_ref()?.get_attr(name).ok().filter(|v| !v.is_undefined())
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let mut keys: Vec<Value> =
-            self.ready.keys().chain(self.templated.keys()).map(|k| Value::from(k.as_str())).collect();
+        let mut keys: Vec<Value> = self.ready.keys().chain(self.raw.keys()).map(|k| Value::from(k.as_str())).collect();
         keys.sort();
+        keys.dedup();
         Enumerator::Values(keys)
     }
 }

@@ -318,13 +318,13 @@ fn dra_and_time_slicing_together_are_refused_before_anything_runs() {
         .status(1)
         .stdout("")
         .stderr(
-            r#"  x playbooks/gpu-operator.yaml:3:1: env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)
-   ,-[playbooks/gpu-operator.yaml:3:1]
- 2 | require:
- 3 |   - that: not ((gpu_dra_enabled | default(true) | bool) and (gpu_time_slicing_enabled | default(false) | bool))
+            r#"  x playbooks/gpu-operator.yaml:6:1: env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)
+   ,-[playbooks/gpu-operator.yaml:6:1]
+ 5 | require:
+ 6 |   - that: not ((gpu_dra_enabled | default(true) | bool) and (gpu_time_slicing_enabled | default(false) | bool))
    : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
    :                                                        `-- this requirement
- 4 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
+ 7 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
    `----
   help: gpu-operator requires: not ((gpu_dra_enabled | default(true) | bool) and (gpu_time_slicing_enabled | default(false) | bool)); fix the settings in env.yaml (or -e)
 

@@ -128,6 +128,31 @@ fn a_failing_host_does_not_stop_the_others_and_last_failed_retries_it() {
     let runs = site.test().arg("runs").run().stdout;
     assert_eq!(runs.lines().count(), 2, "{runs}");
     assert!(runs.lines().next().unwrap().contains("exit 2"), "{runs}");
+    // Only the operator may read the record: command output can hold what no redactor knew.
+    assert_private(&site.path(".copctl"));
+    // Pruning keeps the newest records.
+    let newest = runs.lines().next().unwrap().split_whitespace().next().unwrap().to_string();
+    site.test()
+        .args(["runs", "--prune", "1"])
+        .stdout("removed 1 run record(s) from .copctl/runs; kept the newest 1 at most\n")
+        .run();
+    let runs = site.test().arg("runs").run().stdout;
+    assert_eq!(runs.lines().map(|l| l.split_whitespace().next().unwrap()).collect::<Vec<_>>(), [newest]);
+}
+
+/// Every directory under `dir` is 0700 and every file 0600.
+fn assert_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            assert_private(&p);
+        } else {
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+    }
 }
 
 #[test]

@@ -70,8 +70,12 @@ pub enum Command {
     },
     /// List recent runs (.copctl/runs) with their result.
     Runs {
+        /// How many of the newest runs to list.
         #[arg(short = 'n', long, default_value_t = 10)]
         count: usize,
+        /// Remove every run record but the newest N.
+        #[arg(long, value_name = "N")]
+        prune: Option<usize>,
     },
     /// Check the inventory, env.yaml, playbooks and templates; run nothing.
     Validate(ValidateArgs),

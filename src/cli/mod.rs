@@ -27,7 +27,7 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Validate(args) => plan::validate(cli, args),
         Command::Playbooks => plan::playbooks(cli),
         Command::Run(args) => run::run(cli, args),
-        Command::Runs { count } => run::runs(*count),
+        Command::Runs { count, prune } => run::runs(*count, *prune),
         Command::Node { what } => node::node(cli, what),
         Command::Exec(args) => exec::exec(cli, args),
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::Cli;
 use super::args::RunArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::report::OutputFormat;
 use crate::run::RunRequest;
 
@@ -84,9 +84,16 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
 }
 
 /// `copctl runs`: the last `count` runs recorded under .copctl/runs, newest first.
-pub fn runs(count: usize) -> Result<i32> {
+pub fn runs(count: usize, prune: Option<usize>) -> Result<i32> {
     let mut out = std::io::stdout().lock();
-    let runs = crate::report::record::list_runs(std::path::Path::new(".copctl"), count);
+    let root = std::path::Path::new(".copctl");
+    if let Some(keep) = prune {
+        let removed = crate::report::record::prune_runs(root, keep)
+            .map_err(|e| Error::plain(format!("cannot prune .copctl/runs: {e}")))?;
+        writeln!(out, "removed {removed} run record(s) from .copctl/runs; kept the newest {keep} at most")?;
+        return Ok(0);
+    }
+    let runs = crate::report::record::list_runs(root, count);
     if runs.is_empty() {
         writeln!(out, "no runs recorded in .copctl/runs")?;
     }

@@ -1,9 +1,12 @@
 //! The run record: `.copctl/runs/<id>/` holds `events.jsonl`, `hosts/<host>.log` (every task's
 //! full output), `plan.json` and `summary.json`; `.copctl/last-failed` lists the hosts to retry
-//! (`--limit @.copctl/last-failed`). Everything written here is already redacted.
+//! (`--limit @.copctl/last-failed`). Everything written here is already redacted, and still
+//! only its owner may read it (directories 0700, files 0600): command output can hold what no
+//! redactor knew to be secret.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -20,8 +23,12 @@ pub struct RunRecord {
 impl RunRecord {
     pub fn create(root: &Path, id: &str) -> std::io::Result<RunRecord> {
         let dir = root.join("runs").join(id);
-        fs::create_dir_all(dir.join("hosts"))?;
-        let events = File::create(dir.join("events.jsonl"))?;
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir.join("hosts"))?;
+        // Records of older versions were made with the umask's modes.
+        for d in [root, &root.join("runs")] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o700))?;
+        }
+        let events = private_file(&dir.join("events.jsonl"), false)?;
         Ok(RunRecord { dir, root: root.to_path_buf(), events })
     }
 
@@ -30,15 +37,15 @@ impl RunRecord {
     }
 
     pub fn write_json(&self, name: &str, v: &Value) {
-        let _ = fs::write(self.dir.join(name), serde_json::to_string_pretty(v).unwrap_or_default());
+        if let Ok(mut f) = private_file(&self.dir.join(name), false) {
+            let _ = f.write_all(serde_json::to_string_pretty(v).unwrap_or_default().as_bytes());
+        }
     }
 
     pub fn host_log(&mut self, host: &str, r: &Redactor, t: &TaskEnd) {
         let safe: String =
             host.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        let Ok(mut f) =
-            OpenOptions::new().create(true).append(true).open(self.dir.join("hosts").join(format!("{safe}.log")))
-        else {
+        let Ok(mut f) = private_file(&self.dir.join("hosts").join(format!("{safe}.log")), true) else {
             return;
         };
         let _ = writeln!(f, "=== {} › {} › {} [{:?}] {}ms", t.playbook, t.play, t.step, t.status, t.duration_ms);
@@ -63,17 +70,41 @@ impl RunRecord {
     pub fn last_failed(&self, hosts: &[String]) {
         let text: String = hosts.iter().map(|h| format!("{h}\n")).collect();
         let tmp = self.root.join(".last-failed.tmp");
-        if fs::write(&tmp, text).is_ok() {
+        let written = private_file(&tmp, false).and_then(|mut f| f.write_all(text.as_bytes()));
+        if written.is_ok() {
             let _ = fs::rename(&tmp, self.root.join("last-failed"));
         }
     }
 }
 
-/// `copctl runs`: the recent runs, newest first.
-pub fn list_runs(root: &Path, n: usize) -> Vec<Value> {
+/// A file only its owner may read or write: created 0600, or truncated (`append`: appended to).
+fn private_file(path: &Path, append: bool) -> std::io::Result<File> {
+    let f = OpenOptions::new().create(true).write(true).append(append).truncate(!append).mode(0o600).open(path)?;
+    f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    Ok(f)
+}
+
+/// The run records, oldest first (their ids sort by time).
+fn run_dirs(root: &Path) -> Vec<PathBuf> {
     let Ok(rd) = fs::read_dir(root.join("runs")) else { return vec![] };
     let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
+    dirs
+}
+
+/// `copctl runs --prune N`: removes all but the newest `keep` records; returns how many went.
+pub fn prune_runs(root: &Path, keep: usize) -> std::io::Result<usize> {
+    let dirs = run_dirs(root);
+    let old = dirs.len().saturating_sub(keep);
+    for d in &dirs[..old] {
+        fs::remove_dir_all(d)?;
+    }
+    Ok(old)
+}
+
+/// `copctl runs`: the recent runs, newest first.
+pub fn list_runs(root: &Path, n: usize) -> Vec<Value> {
+    let mut dirs = run_dirs(root);
     dirs.reverse();
     dirs.into_iter()
         .take(n)
