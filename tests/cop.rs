@@ -204,6 +204,75 @@ fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
     assert!(failed["msg"].as_str().unwrap().contains("drain of cop-worker-2 failed"), "{failed}");
 }
 
+/// One line of the cluster's event log (tests/doubles/README.md): time (ns), what, and its words.
+struct Event {
+    at: u128,
+    what: String,
+    args: Vec<String>,
+}
+
+fn cluster_events(c: &Site) -> Vec<Event> {
+    cluster_file(c, "events")
+        .iter()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let at = w.next().unwrap().parse().unwrap();
+            Event { at, what: w.next().unwrap().to_string(), args: w.map(str::to_string).collect() }
+        })
+        .collect()
+}
+
+#[test]
+fn private_registry_restarts_servers_one_at_a_time_each_ready_and_etcd_healthy_first() {
+    let c = installed();
+    c.run_json(&["rke2-private-registry"], 0);
+    // New registry settings: every node's registries.yaml changes. A restarted node now stays
+    // NotReady for a while, as a real one does.
+    c.edit("env.yaml", |env| env.replace("registry_username: admin", "registry_username: robot$cop"));
+    std::fs::write(c.lab().root.join("cluster/ready-delay-ms"), "1500").unwrap();
+    let start = cluster_events(&c).len();
+    c.run_json(&["rke2-private-registry"], 0);
+    assert_eq!(cluster_file(&c, "restart-violations"), Vec::<String>::new());
+    let ev: Vec<Event> = cluster_events(&c).into_iter().skip(start).collect();
+    // (node, type, restart began, restart ended), in the order they began.
+    let mut restarts: Vec<(String, String, u128, u128)> = vec![];
+    for e in &ev {
+        match e.what.as_str() {
+            "restart-begin" => restarts.push((e.args[0].clone(), e.args[1].clone(), e.at, 0)),
+            "restart-end" => {
+                let r = restarts.iter_mut().find(|r| r.0 == e.args[0] && r.3 == 0).expect("a restart began");
+                r.3 = e.at;
+            }
+            _ => {}
+        }
+    }
+    let mut restarted: Vec<&str> = restarts.iter().map(|r| r.0.as_str()).collect();
+    restarted.sort();
+    let mut all: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
+    all.sort();
+    assert_eq!(restarted, all, "every node restarts once");
+    let servers: Vec<&(String, String, u128, u128)> = restarts.iter().filter(|r| r.1 == "server").collect();
+    assert_eq!(
+        servers.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"],
+        "servers first, in order"
+    );
+    let first_agent = restarts.iter().filter(|r| r.1 == "agent").map(|r| r.2).min().unwrap();
+    for (i, s) in servers.iter().enumerate() {
+        assert!(s.3 > 0, "{} restart ended", s.0);
+        // Whatever restarts next (the next server, else the first agent) begins only after this
+        // server ended its restart, was seen Ready, and etcd was seen healthy.
+        let next = servers.get(i + 1).map(|n| n.2).unwrap_or(first_agent);
+        assert!(s.3 < next, "{} was still restarting when the next restart began", s.0);
+        let seen = |what: &str, args: &[&str]| {
+            ev.iter().any(|e| e.what == what && e.args == args && e.at > s.3 && e.at < next)
+        };
+        assert!(seen("ready", &[s.0.as_str(), "True"]), "{} was not seen Ready before the next restart", s.0);
+        assert!(seen("etcd", &["ok"]), "etcd was not seen healthy after {} and before the next restart", s.0);
+    }
+    assert!(restarts.iter().filter(|r| r.1 == "agent").all(|r| r.2 > servers[2].3), "agents after the servers");
+}
+
 #[test]
 fn node_add_then_node_remove() {
     let c = Site::cop_cluster();

@@ -192,7 +192,7 @@ fn validate_checks_every_shipped_playbook() {
         .stderr("")
         .stdout(
             r#"note: node-remove not planned: playbooks/node-remove.yaml:8:1: play 'remove': hosts: `node` is undefined
-ok: 9 host(s), 7 group(s), 10 playbook(s), 481 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 10 playbook(s), 545 planned task(s); nothing was run
 "#,
         )
         .run();

@@ -395,6 +395,8 @@ pub struct StepDef {
     /// Extra environment for command/shell.
     #[serde(default)]
     pub environment: IndexMap<String, String>,
+    /// Not a step: a file of steps put in its place when the playbook is loaded (mod.rs).
+    pub import_steps: Option<String>,
 
     pub command: Option<CommandArgs>,
     pub shell: Option<String>,
