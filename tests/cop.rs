@@ -57,6 +57,12 @@ fn node_setup_limited_to_the_new_worker_touches_nothing_else() {
     }
 }
 
+/// A YAML file on lab host `i`, parsed.
+fn yaml_file(c: &Site, i: usize, path: &str) -> Value {
+    let text = std::fs::read_to_string(c.lab().path(i, path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML ({e}):\n{text}"))
+}
+
 /// Lines of the shared cluster state file (joins, violations), as the doubles wrote them.
 fn cluster_file(c: &Site, name: &str) -> Vec<String> {
     std::fs::read_to_string(c.lab().root.join("cluster").join(name))
@@ -75,10 +81,10 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     assert_eq!(servers, ["cop-master-1 server", "cop-master-2 server", "cop-master-3 server"]);
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
     assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
-    let cfg = std::fs::read_to_string(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
+    let cfg = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
     let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap();
-    assert!(cfg.contains(&format!("server: https://{}:9345", c.lab().hosts[0].addr)), "{cfg}");
-    assert!(cfg.contains(&format!("token: {}", token.trim())), "{cfg}");
+    assert_eq!(cfg["server"], format!("https://{}:9345", c.lab().hosts[0].addr), "{cfg}");
+    assert_eq!(cfg["token"], token.trim(), "{cfg}");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         std::fs::metadata(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap().permissions().mode() & 0o777,
@@ -555,4 +561,72 @@ fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
         places.iter().map(|p| p.1.len()).sum::<usize>(),
         argv.len()
     );
+}
+
+/// Sets `key` in the site's env.yaml to `value`, written as a JSON string (YAML reads it back
+/// exactly, whatever it holds).
+fn set_env(c: &Site, key: &str, value: &str) {
+    let line = format!("{key}: {}", serde_json::to_string(value).unwrap());
+    c.edit("env.yaml", |env| {
+        let mut found = false;
+        let mut out: Vec<String> = env
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key}:")) {
+                    found = true;
+                    line.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        if !found {
+            out.push(line.clone());
+        }
+        out.join("\n") + "\n"
+    });
+}
+
+#[test]
+fn registry_settings_that_break_yaml_reach_registries_yaml_exactly_and_never_the_output() {
+    let c = Site::cop_cluster();
+    let w1 = NAMES.iter().position(|(n, _)| *n == "cop-worker-1").unwrap();
+    // (sub_domain, username, password): YAML's indicators, comments, quotes, escapes, line breaks,
+    // a leading *, &, !, %, @, and text YAML would read as another type. Each password holds a
+    // marker that must never show in copctl's output, in whatever encoding.
+    let cases = [
+        ("cop", "0123", "*Qm1x-p@ss: w0rd #not-a-comment \"dq\" 'sq' back\\slash"),
+        ("c#p: x", "&anchor", "&Qm2x-first line\nsecond: line\ttab \\n"),
+        ("cop\"'\\", "!tag user", "!Qm3x %TAG ! x"),
+        ("cop", "null", "%Qm4x-{ flow: [1, 2] } | > ? - ~"),
+        ("cop", "yes", "@Qm5x-\u{e9}\u{4e2d} trailing space "),
+        ("cop", "- x", " Qm6x-leading space, and true"),
+    ];
+    for (i, (sub, user, pw)) in cases.iter().enumerate() {
+        set_env(&c, "sub_domain", sub);
+        set_env(&c, "registry_username", user);
+        set_env(&c, "registry_password", pw);
+        let log = format!("trace-{i}.log");
+        let o = c
+            .test()
+            .args(["run", "rke2-private-registry", "--limit", "cop-worker-1", "-vvv", "--diff", "--log-file", &log])
+            .run();
+        let y = yaml_file(&c, w1, "/etc/rancher/rke2/registries.yaml");
+        let reg = format!("registry.{sub}.example.com:8443");
+        let endpoint = serde_json::json!([format!("https://{reg}")]);
+        assert_eq!(y["mirrors"]["docker.io"]["endpoint"], endpoint, "{y}");
+        assert_eq!(y["mirrors"][&reg]["endpoint"], endpoint, "{y}");
+        assert_eq!(y["configs"][&reg]["auth"]["username"], *user, "{y}");
+        assert_eq!(y["configs"][&reg]["auth"]["password"], *pw, "{y}");
+        assert_eq!(y["configs"][&reg]["tls"]["ca_file"], "/etc/openmaru-cop/certs/registry-ca.crt", "{y}");
+        // The password in none of copctl's output, trace log or run records.
+        let marker = format!("Qm{}x", i + 1);
+        let mut places = vec![("stdout".to_string(), o.stdout.clone()), ("stderr".to_string(), o.stderr.clone())];
+        places.push((log.clone(), std::fs::read_to_string(c.path(&log)).unwrap()));
+        places.extend(files_under(&c.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
+        for (place, text) in &places {
+            assert!(!text.contains(&marker), "the password of case {i} shows in {place}");
+        }
+        assert!(o.stdout.contains("registries.yaml"), "{}", o.stdout);
+    }
 }
