@@ -618,7 +618,7 @@ fn registry_settings_that_break_yaml_reach_registries_yaml_exactly_and_never_the
         assert_eq!(y["mirrors"][&reg]["endpoint"], endpoint, "{y}");
         assert_eq!(y["configs"][&reg]["auth"]["username"], *user, "{y}");
         assert_eq!(y["configs"][&reg]["auth"]["password"], *pw, "{y}");
-        assert_eq!(y["configs"][&reg]["tls"]["ca_file"], "/etc/openmaru-cop/certs/registry-ca.crt", "{y}");
+        assert_eq!(y["configs"][&reg]["tls"]["ca_file"], "/etc/rancher/rke2/registry-ca.crt", "{y}");
         // The password in none of copctl's output, trace log or run records.
         let marker = format!("Qm{}x", i + 1);
         let mut places = vec![("stdout".to_string(), o.stdout.clone()), ("stderr".to_string(), o.stderr.clone())];
@@ -628,5 +628,94 @@ fn registry_settings_that_break_yaml_reach_registries_yaml_exactly_and_never_the
             assert!(!text.contains(&marker), "the password of case {i} shows in {place}");
         }
         assert!(o.stdout.contains("registries.yaml"), "{}", o.stdout);
+    }
+}
+
+#[test]
+fn joins_go_to_rke2_server_url_when_set_and_servers_carry_it_in_tls_san() {
+    let c = Site::cop_cluster();
+    set_env(&c, "rke2_server_url", "https://10.0.0.100:9345");
+    c.run_json(&["rke2-install"], 0);
+    assert_eq!(cluster_file(&c, "joins").len(), NAMES.len(), "every node joined");
+    let addrs: Vec<Value> = (0..3).map(|i| Value::from(c.lab().hosts[i].addr.to_string())).collect();
+    for (i, (name, group)) in NAMES.iter().enumerate() {
+        let cfg = yaml_file(&c, i, "/etc/rancher/rke2/config.yaml");
+        if i == 0 {
+            assert!(cfg.get("server").is_none(), "the first server bootstraps: {cfg}");
+        } else {
+            assert_eq!(cfg["server"], "https://10.0.0.100:9345", "{name}: {cfg}");
+        }
+        if *group == "masters" {
+            let want: Vec<Value> = addrs.iter().cloned().chain([Value::from("10.0.0.100")]).collect();
+            assert_eq!(cfg["tls-san"], Value::Array(want), "{name}: {cfg}");
+        } else {
+            assert!(cfg.get("tls-san").is_none(), "{name}: {cfg}");
+        }
+    }
+    // A registration address that is not https://HOST:PORT stops before any host is touched.
+    set_env(&c, "rke2_server_url", "10.0.0.100:9345");
+    c.test().args(["run", "rke2-install"]).status(1).stdout("").stderr(
+        r#"  x playbooks/rke2-install.yaml:3:1: rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '10.0.0.100:9345'
+   ,-[playbooks/rke2-install.yaml:3:1]
+ 2 | require:
+ 3 |   - that: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                                 `-- this requirement
+ 4 |     msg: "rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '{{ rke2_server_url }}'"
+   `----
+  help: rke2-install requires: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''; fix the settings in env.yaml (or -e)
+
+"#,
+    ).run();
+}
+
+#[test]
+fn the_registry_ca_reaches_every_node_before_rke2_restarts_and_a_missing_one_stops_the_plan() {
+    let c = installed();
+    let ca = std::fs::read(c.path("certs/registry-ca.crt")).unwrap();
+    let ev = c.run_json(&["rke2-private-registry"], 0).events();
+    use std::os::unix::fs::PermissionsExt;
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        let p = c.lab().path(i, "/etc/rancher/rke2/registry-ca.crt");
+        assert_eq!(std::fs::read(&p).unwrap(), ca, "{name}");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644, "{name}");
+        let reg = yaml_file(&c, i, "/etc/rancher/rke2/registries.yaml");
+        assert_eq!(
+            reg["configs"]["registry.cop.example.com:8443"]["tls"]["ca_file"],
+            "/etc/rancher/rke2/registry-ca.crt"
+        );
+        // RKE2 ran: registries.yaml was new, so the node restarted, after its CA was in place.
+        let steps: Vec<String> = steps_run(&ev).into_iter().filter(|(h, _)| h == name).map(|(_, s)| s).collect();
+        let at = |s: &str| steps.iter().position(|x| x == s).unwrap_or_else(|| panic!("{name}: no `{s}` in {steps:?}"));
+        assert!(
+            at("registry CA") < at("registries.yaml") && at("registries.yaml") < at("restart rke2"),
+            "{name}: {steps:?}"
+        );
+    }
+    // Nothing changed: a re-run restarts nothing (the imported restart steps are all skipped).
+    let ran = c.run_json(&["rke2-private-registry"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+    let restarted: Vec<(String, String)> =
+        steps_run(&ran.events()).into_iter().filter(|(_, s)| s == "restart rke2" || s == "wait until Ready").collect();
+    assert!(restarted.is_empty(), "{restarted:?}");
+    // A CA that is not on the bastion stops the run before any host is touched.
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    std::fs::remove_file(c.path("certs/registry-ca.crt")).unwrap();
+    c.test().args(["run", "rke2-private-registry"]).status(1).stdout("").stderr_normalized(
+        r#"  x playbooks/rke2-private-registry.yaml:5:1: registry_ca_file [SITE]/certs/registry-ca.crt is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification
+   ,-[playbooks/rke2-private-registry.yaml:5:1]
+ 4 |     msg: "registry_ca_file must be an absolute path on the bastion (it is '{{ registry_ca_file }}')"
+ 5 |   - that: not (registry_ca_file | default('')) or registry_ca_file is file
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                      `-- this requirement
+ 6 |     msg: "registry_ca_file {{ registry_ca_file }} is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification"
+   `----
+  help: rke2-private-registry requires: not (registry_ca_file | default('')) or registry_ca_file is file; fix the settings in env.yaml (or -e)
+
+"#,
+    ).run();
+    c.test().args(["validate", "rke2-private-registry"]).status(1).stdout("").run();
+    for i in 0..NAMES.len() {
+        assert_eq!(c.lab().double_calls(i), before[i], "{} was touched", NAMES[i].0);
     }
 }
