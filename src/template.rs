@@ -349,6 +349,8 @@ fn add_filters(env: &mut Environment<'static>) {
             }
         })
     });
+    // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
+    env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // POSIX shell quoting exactly as Ansible's `quote` (Python's shlex.quote) does it, so a
     // site's shell lines render the same under copctl and Ansible.
     env.add_filter("quote", |v: Value| -> String {

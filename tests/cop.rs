@@ -57,6 +57,12 @@ fn node_setup_limited_to_the_new_worker_touches_nothing_else() {
     }
 }
 
+/// A YAML file on lab host `i`, parsed.
+fn yaml_file(c: &Site, i: usize, path: &str) -> Value {
+    let text = std::fs::read_to_string(c.lab().path(i, path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML ({e}):\n{text}"))
+}
+
 /// Lines of the shared cluster state file (joins, violations), as the doubles wrote them.
 fn cluster_file(c: &Site, name: &str) -> Vec<String> {
     std::fs::read_to_string(c.lab().root.join("cluster").join(name))
@@ -75,10 +81,10 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     assert_eq!(servers, ["cop-master-1 server", "cop-master-2 server", "cop-master-3 server"]);
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
     assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
-    let cfg = std::fs::read_to_string(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap();
+    let cfg = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
     let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap();
-    assert!(cfg.contains(&format!("server: https://{}:9345", c.lab().hosts[0].addr)), "{cfg}");
-    assert!(cfg.contains(&format!("token: {}", token.trim())), "{cfg}");
+    assert_eq!(cfg["server"], format!("https://{}:9345", c.lab().hosts[0].addr), "{cfg}");
+    assert_eq!(cfg["token"], token.trim(), "{cfg}");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         std::fs::metadata(c.lab().path(4, "/etc/rancher/rke2/config.yaml")).unwrap().permissions().mode() & 0o777,
@@ -202,6 +208,75 @@ fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
     assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false", "the node is left schedulable");
     let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
     assert!(failed["msg"].as_str().unwrap().contains("drain of cop-worker-2 failed"), "{failed}");
+}
+
+/// One line of the cluster's event log (tests/doubles/README.md): time (ns), what, and its words.
+struct Event {
+    at: u128,
+    what: String,
+    args: Vec<String>,
+}
+
+fn cluster_events(c: &Site) -> Vec<Event> {
+    cluster_file(c, "events")
+        .iter()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let at = w.next().unwrap().parse().unwrap();
+            Event { at, what: w.next().unwrap().to_string(), args: w.map(str::to_string).collect() }
+        })
+        .collect()
+}
+
+#[test]
+fn private_registry_restarts_servers_one_at_a_time_each_ready_and_etcd_healthy_first() {
+    let c = installed();
+    c.run_json(&["rke2-private-registry"], 0);
+    // New registry settings: every node's registries.yaml changes. A restarted node now stays
+    // NotReady for a while, as a real one does.
+    c.edit("env.yaml", |env| env.replace("registry_username: admin", "registry_username: robot$cop"));
+    std::fs::write(c.lab().root.join("cluster/ready-delay-ms"), "1500").unwrap();
+    let start = cluster_events(&c).len();
+    c.run_json(&["rke2-private-registry"], 0);
+    assert_eq!(cluster_file(&c, "restart-violations"), Vec::<String>::new());
+    let ev: Vec<Event> = cluster_events(&c).into_iter().skip(start).collect();
+    // (node, type, restart began, restart ended), in the order they began.
+    let mut restarts: Vec<(String, String, u128, u128)> = vec![];
+    for e in &ev {
+        match e.what.as_str() {
+            "restart-begin" => restarts.push((e.args[0].clone(), e.args[1].clone(), e.at, 0)),
+            "restart-end" => {
+                let r = restarts.iter_mut().find(|r| r.0 == e.args[0] && r.3 == 0).expect("a restart began");
+                r.3 = e.at;
+            }
+            _ => {}
+        }
+    }
+    let mut restarted: Vec<&str> = restarts.iter().map(|r| r.0.as_str()).collect();
+    restarted.sort();
+    let mut all: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
+    all.sort();
+    assert_eq!(restarted, all, "every node restarts once");
+    let servers: Vec<&(String, String, u128, u128)> = restarts.iter().filter(|r| r.1 == "server").collect();
+    assert_eq!(
+        servers.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"],
+        "servers first, in order"
+    );
+    let first_agent = restarts.iter().filter(|r| r.1 == "agent").map(|r| r.2).min().unwrap();
+    for (i, s) in servers.iter().enumerate() {
+        assert!(s.3 > 0, "{} restart ended", s.0);
+        // Whatever restarts next (the next server, else the first agent) begins only after this
+        // server ended its restart, was seen Ready, and etcd was seen healthy.
+        let next = servers.get(i + 1).map(|n| n.2).unwrap_or(first_agent);
+        assert!(s.3 < next, "{} was still restarting when the next restart began", s.0);
+        let seen = |what: &str, args: &[&str]| {
+            ev.iter().any(|e| e.what == what && e.args == args && e.at > s.3 && e.at < next)
+        };
+        assert!(seen("ready", &[s.0.as_str(), "True"]), "{} was not seen Ready before the next restart", s.0);
+        assert!(seen("etcd", &["ok"]), "etcd was not seen healthy after {} and before the next restart", s.0);
+    }
+    assert!(restarts.iter().filter(|r| r.1 == "agent").all(|r| r.2 > servers[2].3), "agents after the servers");
 }
 
 #[test]
@@ -486,4 +561,161 @@ fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
         places.iter().map(|p| p.1.len()).sum::<usize>(),
         argv.len()
     );
+}
+
+/// Sets `key` in the site's env.yaml to `value`, written as a JSON string (YAML reads it back
+/// exactly, whatever it holds).
+fn set_env(c: &Site, key: &str, value: &str) {
+    let line = format!("{key}: {}", serde_json::to_string(value).unwrap());
+    c.edit("env.yaml", |env| {
+        let mut found = false;
+        let mut out: Vec<String> = env
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key}:")) {
+                    found = true;
+                    line.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        if !found {
+            out.push(line.clone());
+        }
+        out.join("\n") + "\n"
+    });
+}
+
+#[test]
+fn registry_settings_that_break_yaml_reach_registries_yaml_exactly_and_never_the_output() {
+    let c = Site::cop_cluster();
+    let w1 = NAMES.iter().position(|(n, _)| *n == "cop-worker-1").unwrap();
+    // (sub_domain, username, password): YAML's indicators, comments, quotes, escapes, line breaks,
+    // a leading *, &, !, %, @, and text YAML would read as another type. Each password holds a
+    // marker that must never show in copctl's output, in whatever encoding.
+    let cases = [
+        ("cop", "0123", "*Qm1x-p@ss: w0rd #not-a-comment \"dq\" 'sq' back\\slash"),
+        ("c#p: x", "&anchor", "&Qm2x-first line\nsecond: line\ttab \\n"),
+        ("cop\"'\\", "!tag user", "!Qm3x %TAG ! x"),
+        ("cop", "null", "%Qm4x-{ flow: [1, 2] } | > ? - ~"),
+        ("cop", "yes", "@Qm5x-\u{e9}\u{4e2d} trailing space "),
+        ("cop", "- x", " Qm6x-leading space, and true"),
+    ];
+    for (i, (sub, user, pw)) in cases.iter().enumerate() {
+        set_env(&c, "sub_domain", sub);
+        set_env(&c, "registry_username", user);
+        set_env(&c, "registry_password", pw);
+        let log = format!("trace-{i}.log");
+        let o = c
+            .test()
+            .args(["run", "rke2-private-registry", "--limit", "cop-worker-1", "-vvv", "--diff", "--log-file", &log])
+            .run();
+        let y = yaml_file(&c, w1, "/etc/rancher/rke2/registries.yaml");
+        let reg = format!("registry.{sub}.example.com:8443");
+        let endpoint = serde_json::json!([format!("https://{reg}")]);
+        assert_eq!(y["mirrors"]["docker.io"]["endpoint"], endpoint, "{y}");
+        assert_eq!(y["mirrors"][&reg]["endpoint"], endpoint, "{y}");
+        assert_eq!(y["configs"][&reg]["auth"]["username"], *user, "{y}");
+        assert_eq!(y["configs"][&reg]["auth"]["password"], *pw, "{y}");
+        assert_eq!(y["configs"][&reg]["tls"]["ca_file"], "/etc/rancher/rke2/registry-ca.crt", "{y}");
+        // The password in none of copctl's output, trace log or run records.
+        let marker = format!("Qm{}x", i + 1);
+        let mut places = vec![("stdout".to_string(), o.stdout.clone()), ("stderr".to_string(), o.stderr.clone())];
+        places.push((log.clone(), std::fs::read_to_string(c.path(&log)).unwrap()));
+        places.extend(files_under(&c.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
+        for (place, text) in &places {
+            assert!(!text.contains(&marker), "the password of case {i} shows in {place}");
+        }
+        assert!(o.stdout.contains("registries.yaml"), "{}", o.stdout);
+    }
+}
+
+#[test]
+fn joins_go_to_rke2_server_url_when_set_and_servers_carry_it_in_tls_san() {
+    let c = Site::cop_cluster();
+    set_env(&c, "rke2_server_url", "https://10.0.0.100:9345");
+    c.run_json(&["rke2-install"], 0);
+    assert_eq!(cluster_file(&c, "joins").len(), NAMES.len(), "every node joined");
+    let addrs: Vec<Value> = (0..3).map(|i| Value::from(c.lab().hosts[i].addr.to_string())).collect();
+    for (i, (name, group)) in NAMES.iter().enumerate() {
+        let cfg = yaml_file(&c, i, "/etc/rancher/rke2/config.yaml");
+        if i == 0 {
+            assert!(cfg.get("server").is_none(), "the first server bootstraps: {cfg}");
+        } else {
+            assert_eq!(cfg["server"], "https://10.0.0.100:9345", "{name}: {cfg}");
+        }
+        if *group == "masters" {
+            let want: Vec<Value> = addrs.iter().cloned().chain([Value::from("10.0.0.100")]).collect();
+            assert_eq!(cfg["tls-san"], Value::Array(want), "{name}: {cfg}");
+        } else {
+            assert!(cfg.get("tls-san").is_none(), "{name}: {cfg}");
+        }
+    }
+    // A registration address that is not https://HOST:PORT stops before any host is touched.
+    set_env(&c, "rke2_server_url", "10.0.0.100:9345");
+    c.test().args(["run", "rke2-install"]).status(1).stdout("").stderr(
+        r#"  x playbooks/rke2-install.yaml:3:1: rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '10.0.0.100:9345'
+   ,-[playbooks/rke2-install.yaml:3:1]
+ 2 | require:
+ 3 |   - that: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                                 `-- this requirement
+ 4 |     msg: "rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '{{ rke2_server_url }}'"
+   `----
+  help: rke2-install requires: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''; fix the settings in env.yaml (or -e)
+
+"#,
+    ).run();
+}
+
+#[test]
+fn the_registry_ca_reaches_every_node_before_rke2_restarts_and_a_missing_one_stops_the_plan() {
+    let c = installed();
+    let ca = std::fs::read(c.path("certs/registry-ca.crt")).unwrap();
+    let ev = c.run_json(&["rke2-private-registry"], 0).events();
+    use std::os::unix::fs::PermissionsExt;
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        let p = c.lab().path(i, "/etc/rancher/rke2/registry-ca.crt");
+        assert_eq!(std::fs::read(&p).unwrap(), ca, "{name}");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644, "{name}");
+        let reg = yaml_file(&c, i, "/etc/rancher/rke2/registries.yaml");
+        assert_eq!(
+            reg["configs"]["registry.cop.example.com:8443"]["tls"]["ca_file"],
+            "/etc/rancher/rke2/registry-ca.crt"
+        );
+        // RKE2 ran: registries.yaml was new, so the node restarted, after its CA was in place.
+        let steps: Vec<String> = steps_run(&ev).into_iter().filter(|(h, _)| h == name).map(|(_, s)| s).collect();
+        let at = |s: &str| steps.iter().position(|x| x == s).unwrap_or_else(|| panic!("{name}: no `{s}` in {steps:?}"));
+        assert!(
+            at("registry CA") < at("registries.yaml") && at("registries.yaml") < at("restart rke2"),
+            "{name}: {steps:?}"
+        );
+    }
+    // Nothing changed: a re-run restarts nothing (the imported restart steps are all skipped).
+    let ran = c.run_json(&["rke2-private-registry"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+    let restarted: Vec<(String, String)> =
+        steps_run(&ran.events()).into_iter().filter(|(_, s)| s == "restart rke2" || s == "wait until Ready").collect();
+    assert!(restarted.is_empty(), "{restarted:?}");
+    // A CA that is not on the bastion stops the run before any host is touched.
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    std::fs::remove_file(c.path("certs/registry-ca.crt")).unwrap();
+    c.test().args(["run", "rke2-private-registry"]).status(1).stdout("").stderr_normalized(
+        r#"  x playbooks/rke2-private-registry.yaml:5:1: registry_ca_file [SITE]/certs/registry-ca.crt is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification
+   ,-[playbooks/rke2-private-registry.yaml:5:1]
+ 4 |     msg: "registry_ca_file must be an absolute path on the bastion (it is '{{ registry_ca_file }}')"
+ 5 |   - that: not (registry_ca_file | default('')) or registry_ca_file is file
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                      `-- this requirement
+ 6 |     msg: "registry_ca_file {{ registry_ca_file }} is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification"
+   `----
+  help: rke2-private-registry requires: not (registry_ca_file | default('')) or registry_ca_file is file; fix the settings in env.yaml (or -e)
+
+"#,
+    ).run();
+    c.test().args(["validate", "rke2-private-registry"]).status(1).stdout("").run();
+    for i in 0..NAMES.len() {
+        assert_eq!(c.lab().double_calls(i), before[i], "{} was touched", NAMES[i].0);
+    }
 }

@@ -241,7 +241,7 @@ fn unknown_step_field() {
         .args(["validate", "site"])
         .status(1)
         .stdout("")
-        .stderr(r#"  x playbooks/site.yaml:7:9: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, timeout, become, vars, loop, creates, removes, unless, chdir, stdin, environment, command, shell, copy, template, file, line, block, service, package, slurp, fetch, wait_for, reboot, authorized_key, kube, helm, assert, debug, set_fact
+        .stderr(r#"  x playbooks/site.yaml:7:9: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, timeout, become, vars, loop, creates, removes, unless, chdir, stdin, environment, import_steps, command, shell, copy, template, file, line, block, service, package, slurp, fetch, wait_for, reboot, authorized_key, kube, helm, assert, debug, set_fact
    ,-[playbooks/site.yaml:7:9]
  6 |         command: [true]
  7 |         regster: out
@@ -518,5 +518,97 @@ fn a_ten_megabyte_env_yaml_loads_and_its_errors_keep_their_line() {
             "  x env.yaml:{line}:9: unclosed bracket '['\n{p},-[env.yaml:{line}:9]\n {n:>w$} | {setting}\n \
              {line:>w$} | broken: [unclosed\n{p}:         ^^^^|^^^^\n{p}:             `-- here\n{p}`----\n\n"
         ))
+        .run();
+}
+
+#[test]
+fn a_step_list_that_is_not_there() {
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        command: [true]\n      - import_steps: steps/restart.yaml\n        when: x is defined\n",
+        )
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:7:9: step list 'steps/restart.yaml' not found
+   ,-[playbooks/site.yaml:7:9]
+ 6 |         command: [true]
+ 7 |       - import_steps: steps/restart.yaml
+   :         ^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^
+   :                         `-- imported here
+ 8 |         when: x is defined
+   `----
+  help: step lists are looked up in the site's playbooks/ directory, then the built-in ones
+
+"#)
+        .run();
+}
+
+#[test]
+fn a_mistake_in_a_step_list_is_located_in_it() {
+    test()
+        .playbook("site", "plays:\n  - name: p\n    hosts: all\n    steps:\n      - import_steps: steps/s.yaml\n")
+        .write("playbooks/steps/s.yaml", "# shared\n- name: a\n  command: [true]\n- name: b\n  shell: echo\n  regster: out\n")
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/steps/s.yaml:6:3: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, timeout, become, vars, loop, creates, removes, unless, chdir, stdin, environment, import_steps, command, shell, copy, template, file, line, block, service, package, slurp, fetch, wait_for, reboot, authorized_key, kube, helm, assert, debug, set_fact
+   ,-[playbooks/steps/s.yaml:6:3]
+ 5 |   shell: echo
+ 6 |   regster: out
+   :   ^^^^^^|^^^^^
+   :         `-- here
+   `----
+  help: check the spelling against the playbook format in README.md
+
+"#)
+        .run();
+}
+
+#[test]
+fn an_import_takes_only_when() {
+    test()
+        .playbook(
+            "site",
+            "plays:\n  - name: p\n    hosts: all\n    steps:\n      - import_steps: steps/s.yaml\n        register: out\n",
+        )
+        .write("playbooks/steps/s.yaml", "- command: [true]\n")
+        .args(["validate", "site"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/site.yaml:5:9: import_steps: steps/s.yaml takes no other field than `when`
+   ,-[playbooks/site.yaml:5:9]
+ 4 |     steps:
+ 5 |       - import_steps: steps/s.yaml
+   :         ^^^^^^^^^^^^^|^^^^^^^^^^^^
+   :                      `-- in this import
+ 6 |         register: out
+   `----
+  help: set the other fields on the imported steps themselves
+
+"#)
+        .run();
+}
+
+#[test]
+fn an_ntp_server_that_would_add_a_line_to_chrony_conf_is_refused() {
+    Test::new()
+        .inventory("[cluster]\nn1\n")
+        .env("ntp_servers: [\"ntp.example.com\", \"10.0.0.1 iburst\\nserver evil\"]\n")
+        .args(["validate", "system-setup"])
+        .status(1)
+        .stdout("")
+        .stderr(r#"  x playbooks/system-setup.yaml:4:1: ntp_servers must be host names or addresses (letters, digits, . : % -): ["ntp.example.com","10.0.0.1 iburst\nserver evil"]
+   ,-[playbooks/system-setup.yaml:4:1]
+ 3 |   # chrony.conf has no quoting: a space, `#` or newline in a name would change what it says.
+ 4 |   - that: ntp_servers | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                  `-- this requirement
+ 5 |     msg: "ntp_servers must be host names or addresses (letters, digits, . : % -): {{ ntp_servers | to_json }}"
+   `----
+  help: system-setup requires: ntp_servers | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0; fix the settings in env.yaml (or -e)
+
+"#)
         .run();
 }

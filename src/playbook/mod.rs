@@ -168,7 +168,8 @@ impl PlaybookSource {
             if as_path.is_file() {
                 let source = crate::error::read_source(as_path)?;
                 let ansible_like = source.text.trim_start().starts_with('-');
-                return Playbook::parse(&stem, source).map_err(|e| match &builtin {
+                let dir = as_path.parent().map(Path::to_path_buf).unwrap_or_default();
+                return Playbook::parse_with(&stem, source, &|p| self.step_list(Some(&dir), p)).map_err(|e| match &builtin {
                     // The operator's old Ansible playbook, given by the name the manual uses.
                     Some(b) if ansible_like => e.with_extra_help(&format!(
                         "this is an Ansible playbook (a list of plays); copctl's own version of it is the built-in playbook '{b}': copctl run {b}"
@@ -197,14 +198,15 @@ impl PlaybookSource {
             for ext in ["yaml", "yml"] {
                 let p = dir.join(format!("{name}.{ext}"));
                 if p.is_file() {
-                    return Playbook::parse(name, crate::error::read_source(&p)?);
+                    return Playbook::parse_with(name, crate::error::read_source(&p)?, &|p| self.step_list(None, p));
                 }
             }
         }
         for ext in ["yaml", "yml"] {
             if let Some(f) = EMBEDDED.get_file(format!("{name}.{ext}")) {
                 let text = f.contents_utf8().expect("embedded playbooks are UTF-8");
-                return Playbook::parse(name, Source::new(format!("playbooks/{name}.{ext}"), text));
+                let source = Source::new(format!("playbooks/{name}.{ext}"), text);
+                return Playbook::parse_with(name, source, &|p| self.step_list(None, p));
             }
         }
         if let Some(b) = self.manual_alias(name) {
@@ -233,6 +235,25 @@ impl PlaybookSource {
     }
 }
 
+impl PlaybookSource {
+    /// A step list named by `import_steps:` (a path relative to the playbooks directory): next to
+    /// a playbook loaded by path, in the override directory, then the embedded ones.
+    fn step_list(&self, beside: Option<&Path>, rel: &str) -> Result<Option<Source>> {
+        for dir in [beside, self.override_dir.as_deref()].into_iter().flatten() {
+            let p = dir.join(rel);
+            if p.is_file() {
+                return crate::error::read_source(&p).map(Some);
+            }
+        }
+        Ok(embedded_step_list(rel))
+    }
+}
+
+fn embedded_step_list(rel: &str) -> Option<Source> {
+    let f = EMBEDDED.get_file(rel)?;
+    Some(Source::new(format!("playbooks/{rel}"), f.contents_utf8().expect("embedded playbooks are UTF-8")))
+}
+
 fn yaml_stem(p: &Path) -> Option<String> {
     let ext = p.extension()?.to_str()?;
     if ext != "yaml" && ext != "yml" {
@@ -246,13 +267,25 @@ fn parse_percent(s: &str) -> Option<f64> {
     (n > 0.0 && n <= 100.0).then_some(n)
 }
 
+/// Finds the step list an `import_steps:` names.
+type StepLists<'a> = &'a dyn Fn(&str) -> Result<Option<Source>>;
+
 impl Playbook {
+    /// Parses a playbook whose `import_steps:` come from the embedded step lists.
     pub fn parse(name: &str, source: Source) -> Result<Playbook> {
+        Playbook::parse_with(name, source, &|p| Ok(embedded_step_list(p)))
+    }
+
+    pub fn parse_with(name: &str, source: Source, step_lists: StepLists) -> Result<Playbook> {
         let def: PlaybookDef = crate::yaml::parse(&source)?;
         let at = |loc: &serde_saphyr::Location| (loc.line() as usize, loc.column() as usize);
         let mut handlers = Vec::new();
         for h in def.handlers {
             let (line, col) = at(&h.referenced);
+            if h.value.import_steps.is_some() {
+                let help = "import the steps into a play; a handler is one step".to_string();
+                return Err(source.error_at(line, col, 0, "a handler cannot import steps", "in handlers", Some(help)));
+            }
             handlers.push(validate_step(&source, h.value, line, col, true)?);
         }
         let mut plays: Vec<Play> = Vec::new();
@@ -280,7 +313,11 @@ impl Playbook {
             let mut steps = Vec::new();
             for s in d.steps {
                 let (sl, sc) = at(&s.referenced);
-                steps.push(validate_step(&source, s.value, sl, sc, false)?);
+                if s.value.import_steps.is_some() {
+                    steps.extend(import_steps(&source, s.value, sl, sc, step_lists)?);
+                } else {
+                    steps.push(validate_step(&source, s.value, sl, sc, false)?);
+                }
             }
             plays.push(Play {
                 name: d.name,
@@ -369,6 +406,72 @@ fn batch(source: &Source, line: usize, col: usize, item: &SerialItem, field: &st
                 Some(format!("write {field}: 1, {field}: \"30%\" or a list of those")),
             )
         }),
+    }
+}
+
+/// `- import_steps: FILE` (with an optional `when:`): the steps of FILE, a YAML list of steps,
+/// in its place, each also under that `when` (Ansible's `import_tasks`). Errors in the file are
+/// located in it; the imported steps are located at the import (where plan-time errors point).
+fn import_steps(source: &Source, def: StepDef, line: usize, col: usize, step_lists: StepLists) -> Result<Vec<Step>> {
+    let rel = def.import_steps.clone().unwrap_or_default();
+    let when = def.when.clone();
+    if (StepDef { import_steps: None, when: None, ..def }) != StepDef::default() {
+        return Err(source.error_at(
+            line,
+            col,
+            0,
+            format!("import_steps: {rel} takes no other field than `when`"),
+            "in this import",
+            Some("set the other fields on the imported steps themselves".into()),
+        ));
+    }
+    let Some(list) = step_lists(&rel)? else {
+        return Err(source.error_at(
+            line,
+            col,
+            0,
+            format!("step list '{rel}' not found"),
+            "imported here",
+            Some("step lists are looked up in the site's playbooks/ directory, then the built-in ones".into()),
+        ));
+    };
+    let defs: Vec<Spanned<StepDef>> = crate::yaml::parse(&list)?;
+    let mut steps = Vec::new();
+    for s in defs {
+        let (il, ic) = (s.referenced.line() as usize, s.referenced.column() as usize);
+        if s.value.import_steps.is_some() {
+            return Err(list.error_at(
+                il,
+                ic,
+                0,
+                "a step list cannot import another",
+                "nested import",
+                Some("import both lists from the playbook".into()),
+            ));
+        }
+        let mut step = validate_step(&list, s.value, il, ic, false)?;
+        step.def.when = and_conditions(when.clone(), step.def.when.take());
+        (step.line, step.column) = (line, col);
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
+/// Both conditions: the import's first.
+fn and_conditions(outer: Option<Condition>, inner: Option<Condition>) -> Option<Condition> {
+    let exprs = |c: Condition| match c {
+        Condition::Bool(true) => Ok(vec![]),
+        Condition::Bool(false) => Err(()),
+        Condition::Expr(e) => Ok(vec![e]),
+        Condition::All(v) => Ok(v),
+    };
+    let (Some(o), Some(i)) = (outer.clone(), inner.clone()) else { return outer.or(inner) };
+    match (exprs(o), exprs(i)) {
+        (Ok(mut a), Ok(b)) => {
+            a.extend(b);
+            Some(Condition::All(a))
+        }
+        _ => Some(Condition::Bool(false)),
     }
 }
 

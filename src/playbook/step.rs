@@ -60,6 +60,8 @@ macro_rules! step_def {
             /// Extra environment for command/shell.
             #[serde(default)]
             pub environment: IndexMap<String, String>,
+            /// Not a step: a file of steps put in its place when the playbook is loaded (mod.rs).
+            pub import_steps: Option<String>,
 
             $(pub $kind: Option<crate::steps::$Args>,)*
         }

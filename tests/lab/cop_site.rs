@@ -91,6 +91,14 @@ impl CopSite {
              chmod 755 /usr/local/sbin/nvidia-uninstall\n",
         )
         .unwrap();
+        // The registry's CA certificate on the bastion (its content is all the doubles look at).
+        let ca = dir.join("certs/registry-ca.crt");
+        std::fs::create_dir_all(ca.parent().unwrap()).unwrap();
+        std::fs::write(
+            &ca,
+            "-----BEGIN CERTIFICATE-----\nY29wY3RsIGxhYiByZWdpc3RyeSBDQQ==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
         let env = std::fs::read_to_string(repo().join("inventory/env.yaml"))
             .unwrap()
             .replace(
@@ -100,6 +108,10 @@ impl CopSite {
             .replace(
                 "gpu_driver_artifact_dir: /opt/openmaru-cop/artifacts/nvidia",
                 &format!("gpu_driver_artifact_dir: {}", nv.display()),
+            )
+            .replace(
+                "registry_ca_file: /etc/openmaru-cop/certs/registry-ca.crt",
+                &format!("registry_ca_file: {}", ca.display()),
             );
         std::fs::write(dir.join("env.yaml"), env).unwrap();
         std::fs::create_dir(dir.join("home")).unwrap();
