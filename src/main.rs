@@ -11,6 +11,8 @@ fn main() {
         Box::new(opts.unicode(tty).color(tty && std::env::var_os("NO_COLOR").is_none()).build())
     }));
     raise_open_file_limit();
+    // A shell asking for completions (COPCTL_COMPLETE set) is answered here, and nothing else runs.
+    copctl::cli::answer_if_asked();
     let cli = match copctl::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::ArgValueCompleter;
+
+use super::completions::{host_candidates, playbook_candidates};
 
 use crate::report::OutputFormat;
 use crate::transport::HostKeyPolicy;
@@ -55,8 +58,11 @@ pub enum Command {
     },
     /// Print the hosts a pattern matches, one per line, in Ansible's order.
     Hosts {
+        /// Host pattern: groups, hosts, globs, ~regex, `&` and `!`, subscripts (Ansible's syntax).
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
         pattern: String,
-        #[arg(short, long)]
+        /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+        #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
         limit: Option<String>,
     },
     /// Show the task graph a run would execute, without connecting to any host.
@@ -85,27 +91,52 @@ pub enum Command {
     Exec(ExecArgs),
     /// Install this machine's public key on a host (replaces run-sshkeycopy.sh).
     SshCopyId(SshCopyIdArgs),
+    /// Print the shell completion script: `source <(copctl completions bash)` (playbook, host and
+    /// group names are completed from the site: the default inventory or COPCTL_INVENTORY).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff): `copctl man | man -l -`.
+    Man,
+}
+
+/// `copctl completions`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
 }
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    #[arg(required = true)]
+    /// Playbook names (built-in or in playbooks/ beside the inventory) or paths, run in order.
+    #[arg(required = true, add = ArgValueCompleter::new(playbook_candidates))]
     pub playbooks: Vec<String>,
-    #[arg(short, long)]
+    /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
     pub limit: Option<String>,
     /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
+    /// text for people, dot for Graphviz, json for tools.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    #[arg(required = true)]
+    /// Playbook names (built-in or in playbooks/ beside the inventory) or paths, run in order.
+    #[arg(required = true, add = ArgValueCompleter::new(playbook_candidates))]
     pub playbooks: Vec<String>,
-    #[arg(short, long)]
+    /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
     pub limit: Option<String>,
+    /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
     /// Report what would change; change nothing.
@@ -117,6 +148,7 @@ pub struct RunArgs {
     /// Only tasks with one of these tags (comma-separated; `always` tasks run too).
     #[arg(short, long, value_delimiter = ',')]
     pub tags: Vec<String>,
+    /// Leave out tasks with one of these tags (comma-separated; wins over --tags).
     #[arg(long, value_delimiter = ',')]
     pub skip_tags: Vec<String>,
     /// Skip the tasks before the first step with this name.
@@ -125,6 +157,7 @@ pub struct RunArgs {
     /// Run notified handlers on hosts that failed later in the play.
     #[arg(long)]
     pub force_handlers: bool,
+    /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub output: OutputFormat,
     /// Also write the log (tracing, debug level) to this file.
@@ -142,20 +175,26 @@ pub struct RunArgs {
 pub struct ValidateArgs {
     /// Playbooks to check (default: all).
     pub playbooks: Vec<String>,
-    #[arg(short, long)]
+    /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
     pub limit: Option<String>,
+    /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
+    /// Host pattern: groups, hosts, globs, ~regex, `&` and `!`, subscripts (Ansible's syntax).
+    #[arg(add = ArgValueCompleter::new(host_candidates))]
     pub pattern: String,
-    #[arg(short, long)]
+    /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
     pub limit: Option<String>,
     /// Seconds before the command is abandoned on a host.
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
+    /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub output: OutputFormat,
     /// The command (after `--`), run by the remote login shell.
@@ -167,8 +206,10 @@ pub struct ExecArgs {
 pub struct SshCopyIdArgs {
     /// Inventory host name, or an address.
     pub target: Option<String>,
+    /// Login user to install the key for (default: the inventory's ansible_user, else root).
     #[arg(long)]
     pub user: Option<String>,
+    /// SSH port (default: the inventory's ansible_port, else 22).
     #[arg(long)]
     pub port: Option<u16>,
     /// Public key to install (default: ~/.ssh/id_ed25519.pub, id_ecdsa.pub or id_rsa.pub).
@@ -185,14 +226,20 @@ pub enum NodeCmd {
     /// rke2-install, rke2-post-install, rke2-private-registry — all limited to the node (plus
     /// read-only steps on the servers). Re-run it to resume after a failure.
     Add {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
         name: String,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
         #[arg(short = 'e', long = "extra-vars")]
         extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         output: OutputFormat,
     },
     /// Remove a node: cordon, drain, stop RKE2, delete it from another server, uninstall.
     Remove {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
         name: String,
         /// Do not ask for confirmation.
         #[arg(long)]
@@ -200,8 +247,10 @@ pub enum NodeCmd {
         /// Remove even the last server, leave an even etcd member count, or go on after a failed drain.
         #[arg(long)]
         force: bool,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
         #[arg(short = 'e', long = "extra-vars")]
         extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         output: OutputFormat,
     },
@@ -213,11 +262,16 @@ pub enum InventoryCmd {
     List,
     /// The group tree (`ansible-inventory --graph`).
     Graph {
-        #[arg(default_value = "all")]
+        /// The group to start from.
+        #[arg(default_value = "all", add = ArgValueCompleter::new(host_candidates))]
         group: String,
     },
     /// One host's variables (`ansible-inventory --host`).
-    Host { name: String },
+    Host {
+        /// The host's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
+    },
 }
 
 /// `copctl plan --format`.

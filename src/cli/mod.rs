@@ -4,6 +4,8 @@
 //! 0 ok, 1 bad input or usage, 2 a host failed, 4 a host unreachable.
 
 pub mod args;
+mod completions;
+pub use completions::answer_if_asked;
 mod exec;
 mod inventory;
 mod node;
@@ -31,6 +33,8 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Node { what } => node::node(cli, what),
         Command::Exec(args) => exec::exec(cli, args),
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
+        Command::Completions { shell } => completions::completions(*shell),
+        Command::Man => completions::man(),
     }
 }
 
