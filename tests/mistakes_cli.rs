@@ -122,3 +122,27 @@ fn a_reader_that_stops_reading_ends_the_output_quietly() {
     assert_eq!((status.code(), stderr.as_str()), (Some(0), ""), "`copctl hosts all | head -c 16`");
     assert_eq!(&first, b"web00001.example");
 }
+
+#[test]
+fn ansible_playbooks_list_flags_print_and_run_nothing() {
+    Test::repo()
+        .args(["run", "system-dns", "--list-hosts", "--limit", "cop-worker-3,cop-master-1"])
+        .stderr("")
+        .stdout("playbook system-dns\n  play hosts-and-resolver (hosts: cluster): 2 host(s)\n    cop-master-1\n    cop-worker-3\n")
+        .run();
+    Test::repo()
+        .args(["run", "system-dns", "--syntax-check"])
+        .stderr("")
+        .stdout("ok: 9 host(s), 7 group(s), 1 playbook(s), 33 planned task(s); nothing was run\n")
+        .run();
+    let ran = Test::repo().args(["run", "system-dns", "--list-tasks", "--limit", "cop-worker-1"]).stderr("").run();
+    let plan = Test::repo().args(["plan", "system-dns", "--limit", "cop-worker-1"]).stderr("").run();
+    assert_eq!(ran.stdout, plan.stdout);
+    // Ansible's spelling of --start-at.
+    Test::repo()
+        .args(["run", "system-dns", "--start-at-task", "nosuch step", "--limit", "cop-worker-1"])
+        .status(1)
+        .stdout("")
+        .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver drop-in directory, resolver drop-in\n\n")
+        .run();
+}

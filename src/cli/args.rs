@@ -37,11 +37,38 @@ pub struct Cli {
     pub host_key_checking: HostKeyPolicy,
     /// Seconds to reach a host: TCP connect, SSH handshake and login, retries of refused or timed-out
     /// connections included (a host still unreachable after that is reported unreachable).
-    #[arg(long, global = true, default_value_t = 10)]
+    #[arg(short = 'T', long, global = true, default_value_t = 10)]
     pub connect_timeout: u64,
     /// ssh_config file (default: ~/.ssh/config).
     #[arg(long, global = true)]
     pub ssh_config: Option<PathBuf>,
+    /// Login user where the inventory sets none (an inventory's ansible_user wins, as in Ansible).
+    #[arg(short = 'u', long, global = true)]
+    pub user: Option<String>,
+    /// Private key where the inventory sets none (ansible_ssh_private_key_file wins).
+    #[arg(long, visible_alias = "key-file", global = true, value_name = "FILE")]
+    pub private_key: Option<PathBuf>,
+    /// Ask once for the SSH password (no echo), for hosts that take password logins.
+    #[arg(short = 'k', long, global = true)]
+    pub ask_pass: bool,
+    /// Read the SSH password from this file (its first line).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub connection_password_file: Option<PathBuf>,
+    /// Become root (or --become-user) with sudo where the inventory does not say (ansible_become wins).
+    #[arg(short = 'b', long = "become", global = true)]
+    pub r#become: bool,
+    /// The user to become (default root; ansible_become_user wins).
+    #[arg(long, global = true)]
+    pub become_user: Option<String>,
+    /// How to become: sudo (the one method copctl has).
+    #[arg(long, global = true, value_enum)]
+    pub become_method: Option<BecomeMethod>,
+    /// Ask once for the become (sudo) password (no echo).
+    #[arg(short = 'K', long, global = true)]
+    pub ask_become_pass: bool,
+    /// Read the become (sudo) password from this file (its first line).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub become_password_file: Option<PathBuf>,
     /// More output (-v, -vv, -vvv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -102,6 +129,12 @@ pub enum Command {
     Man,
 }
 
+/// `--become-method`: Ansible's names; copctl has sudo.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum BecomeMethod {
+    Sudo,
+}
+
 /// `copctl completions`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum Shell {
@@ -152,8 +185,17 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub skip_tags: Vec<String>,
     /// Skip the tasks before the first step with this name.
-    #[arg(long)]
+    #[arg(long, visible_alias = "start-at-task")]
     pub start_at: Option<String>,
+    /// Print the hosts each play would run on, and run nothing (ansible-playbook --list-hosts).
+    #[arg(long)]
+    pub list_hosts: bool,
+    /// Print the plan, and run nothing (ansible-playbook --list-tasks).
+    #[arg(long)]
+    pub list_tasks: bool,
+    /// Check the playbooks as `copctl validate` does, and run nothing.
+    #[arg(long)]
+    pub syntax_check: bool,
     /// Run notified handlers on hosts that failed later in the play.
     #[arg(long)]
     pub force_handlers: bool,
@@ -206,9 +248,6 @@ pub struct ExecArgs {
 pub struct SshCopyIdArgs {
     /// Inventory host name, or an address.
     pub target: Option<String>,
-    /// Login user to install the key for (default: the inventory's ansible_user, else root).
-    #[arg(long)]
-    pub user: Option<String>,
     /// SSH port (default: the inventory's ansible_port, else 22).
     #[arg(long)]
     pub port: Option<u16>,
@@ -229,6 +268,12 @@ pub enum NodeCmd {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
         name: String,
+        /// Report what would change; change nothing.
+        #[arg(short = 'C', long)]
+        check: bool,
+        /// Show the text differences of the files that change (secrets masked).
+        #[arg(short = 'D', long)]
+        diff: bool,
         /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
         #[arg(short = 'e', long = "extra-vars")]
         extra_vars: Vec<String>,
@@ -241,6 +286,12 @@ pub enum NodeCmd {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
         name: String,
+        /// Report what would change; change nothing.
+        #[arg(short = 'C', long)]
+        check: bool,
+        /// Show the text differences of the files that change (secrets masked).
+        #[arg(short = 'D', long)]
+        diff: bool,
         /// Do not ask for confirmation.
         #[arg(long)]
         yes: bool,

@@ -60,11 +60,57 @@ impl Cli {
         o
     }
 
-    fn pool(&self, site: &Site, hosts: &[String]) -> Pool {
+    fn pool(&self, site: &Site, hosts: &[String]) -> Result<Pool> {
         let cfg = SshConfigFile::load(self.ssh_config.as_deref());
-        let specs = hosts.iter().map(|h| HostSpec::from_inventory(&site.inventory, h, &cfg)).collect();
-        Pool::new(specs, self.ssh_options(), self.forks)
+        let defaults = self.connect_defaults()?;
+        let specs = hosts.iter().map(|h| HostSpec::from_inventory_with(&site.inventory, h, &cfg, &defaults)).collect();
+        Ok(Pool::new(specs, self.ssh_options(), self.forks))
     }
+
+    /// Ansible's connection flags as the lowest-precedence connection variables of every host
+    /// (`-u` → `ansible_user`, ...). Passwords are read here, once: from the file given, or asked
+    /// on the terminal without echo; never from the command line.
+    fn connect_defaults(&self) -> Result<crate::inventory::Vars> {
+        use serde_json::Value;
+        let mut v = crate::inventory::Vars::new();
+        if let Some(u) = &self.user {
+            v.insert("ansible_user".into(), Value::from(u.as_str()));
+        }
+        if let Some(k) = &self.private_key {
+            v.insert("ansible_ssh_private_key_file".into(), Value::from(k.display().to_string()));
+        }
+        if let Some(p) = password(self.ask_pass, self.connection_password_file.as_deref(), "SSH password: ")? {
+            v.insert("ansible_password".into(), Value::from(p));
+        }
+        if self.r#become {
+            v.insert("ansible_become".into(), Value::Bool(true));
+        }
+        if let Some(u) = &self.become_user {
+            v.insert("ansible_become_user".into(), Value::from(u.as_str()));
+        }
+        if let Some(p) = password(self.ask_become_pass, self.become_password_file.as_deref(), "BECOME password: ")? {
+            v.insert("ansible_become_password".into(), Value::from(p));
+        }
+        Ok(v)
+    }
+}
+
+/// A password from `file` (its first line), or asked on the terminal when `ask` is set.
+fn password(ask: bool, file: Option<&std::path::Path>, prompt: &str) -> Result<Option<String>> {
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| crate::error::Error::plain(format!("cannot read the password file {}: {e}", f.display())))?;
+        return Ok(Some(text.lines().next().unwrap_or("").to_string()));
+    }
+    if !ask {
+        return Ok(None);
+    }
+    rpassword::prompt_password(prompt).map(Some).map_err(|e| {
+        crate::error::Error::with_help(
+            format!("a password was asked for (-k/-K) and there is no terminal to ask on: {e}"),
+            "give it in a file instead: --connection-password-file / --become-password-file",
+        )
+    })
 }
 
 /// `-v`: info, `-vv`: debug, `-vvv`: trace, on stderr; `--log-file` adds a debug log.

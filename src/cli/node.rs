@@ -25,20 +25,22 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
         ));
     }
     match what {
-        NodeCmd::Add { name, extra_vars, output } => {
-            install_key_if_needed(cli, &site, name)?;
+        NodeCmd::Add { name, extra_vars, output, check, diff } => {
+            if !check {
+                install_key_if_needed(cli, &site, name)?;
+            }
             let procedure = procedures::node_add(&site, name);
             for note in &procedure.notes {
                 eprintln!("note: {note}");
             }
-            run(cli, name, extra_vars, *output, procedure)
+            run(cli, name, extra_vars, (*output, *check, *diff), procedure)
         }
-        NodeCmd::Remove { name, yes, force, extra_vars, output } => {
-            if !yes && !confirmed(name)? {
+        NodeCmd::Remove { name, yes, force, extra_vars, output, check, diff } => {
+            if !yes && !check && !confirmed(name)? {
                 eprintln!("not confirmed: nothing was changed");
                 return Ok(1);
             }
-            run(cli, name, extra_vars, *output, procedures::node_remove(name, *force))
+            run(cli, name, extra_vars, (*output, *check, *diff), procedures::node_remove(name, *force))
         }
     }
 }
@@ -47,7 +49,7 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
 /// does not work yet.
 fn install_key_if_needed(cli: &Cli, site: &crate::site::Site, name: &str) -> Result<()> {
     let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
-    let spec = HostSpec::from_inventory(&site.inventory, name, &cfg);
+    let spec = HostSpec::from_inventory_with(&site.inventory, name, &cfg, &cli.connect_defaults()?);
     if spec.kind != ConnectionKind::Ssh {
         return Ok(());
     }
@@ -86,7 +88,13 @@ fn confirmed(name: &str) -> Result<bool> {
 }
 
 /// Runs the procedure limited to the node, the operator's `-e` first.
-fn run(cli: &Cli, name: &str, extra_vars: &[String], output: OutputFormat, p: Procedure) -> Result<i32> {
+fn run(
+    cli: &Cli,
+    name: &str,
+    extra_vars: &[String],
+    (output, check, diff): (OutputFormat, bool, bool),
+    p: Procedure,
+) -> Result<i32> {
     let mut ev = extra_vars.to_vec();
     ev.extend(p.extra_vars);
     let req = RunRequest {
@@ -94,6 +102,8 @@ fn run(cli: &Cli, name: &str, extra_vars: &[String], output: OutputFormat, p: Pr
         limit: Some(name.to_string()),
         extra_vars: ev,
         output,
+        check,
+        diff,
         ..super::run::defaults(cli)
     };
     super::run::execute(cli, req)

@@ -6,14 +6,57 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::Cli;
-use super::args::RunArgs;
+use super::args::{RunArgs, ValidateArgs};
 use crate::error::{Error, Result};
 use crate::report::OutputFormat;
 use crate::run::RunRequest;
 
 pub fn run(cli: &Cli, args: &RunArgs) -> Result<i32> {
+    if args.syntax_check || args.list_hosts || args.list_tasks {
+        return list(cli, &request(cli, args), args);
+    }
     super::init_tracing(cli.verbose, args.log_file.as_deref());
     execute(cli, request(cli, args))
+}
+
+/// ansible-playbook's `--syntax-check`, `--list-hosts` and `--list-tasks` (in that order when
+/// several are given): the check of `copctl validate`, each play's hosts, and the plan. Nothing
+/// connects.
+fn list(cli: &Cli, req: &RunRequest, args: &RunArgs) -> Result<i32> {
+    if args.syntax_check {
+        let v = ValidateArgs {
+            playbooks: req.playbooks.clone(),
+            limit: req.limit.clone(),
+            extra_vars: req.extra_vars.clone(),
+        };
+        super::plan::validate(cli, &v)?;
+    }
+    if !(args.list_hosts || args.list_tasks) {
+        return Ok(0);
+    }
+    let site = cli.site(&req.extra_vars)?;
+    let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+    let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
+    if args.list_hosts {
+        for (pb, plays) in plan.playbooks.iter().zip(&plan.batches) {
+            writeln!(out, "playbook {}", pb.name)?;
+            for (play, batches) in pb.plays.iter().zip(plays) {
+                let hosts: Vec<&String> = batches.iter().flatten().collect();
+                writeln!(out, "  play {} (hosts: {}): {} host(s)", play.name, play.hosts, hosts.len())?;
+                for h in hosts {
+                    writeln!(out, "    {h}")?;
+                }
+            }
+        }
+    }
+    if args.list_tasks {
+        writeln!(out, "{}", crate::plan::render::text(&plan).trim_end())?;
+    }
+    Ok(0)
 }
 
 fn request(cli: &Cli, args: &RunArgs) -> RunRequest {
@@ -79,7 +122,7 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
             }
         }
     }
-    let pool = cli.pool(&site, &hosts);
+    let pool = cli.pool(&site, &hosts)?;
     crate::run::run(site, plan, pool, req)
 }
 

@@ -18,7 +18,8 @@ use crate::transport::{HostSpec, SshConfigFile, SshConnection, SshOptions, Stdin
 use crate::vars::secret::Secret;
 
 pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
-    let SshCopyIdArgs { target, user, port, key, all } = args;
+    let SshCopyIdArgs { target, port, key, all } = args;
+    let user = &cli.user;
     let pubkey = public_key_file(key.as_deref())?;
     let pubkey_text =
         std::fs::read_to_string(&pubkey).map_err(|e| Error::plain(format!("cannot read {}: {e}", pubkey.display())))?;

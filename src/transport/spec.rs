@@ -236,6 +236,15 @@ impl HostSpec {
         HostSpec::from_vars(name, &inv.host_vars(name), cfg)
     }
 
+    /// As `from_inventory`, with the command line's connection options (`-u`, `--private-key`,
+    /// `-b`, the passwords) under the host's variables: an inventory's `ansible_user` wins over
+    /// `-u`, as in Ansible, and `-u` over ssh_config.
+    pub fn from_inventory_with(inv: &Inventory, name: &str, cfg: &SshConfigFile, defaults: &Vars) -> HostSpec {
+        let mut vars = defaults.clone();
+        vars.extend(inv.host_vars(name));
+        HostSpec::from_vars(name, &vars, cfg)
+    }
+
     /// `user@address:port`, for messages.
     pub fn target(&self) -> String {
         format!("{}@{}:{}", self.endpoint.user, self.endpoint.address, self.endpoint.port)
