@@ -76,7 +76,7 @@ impl Site {
             env,
             extra,
             playbooks: PlaybookSource { override_dir: playbook_dir },
-            templates: Templates::new(template_dir),
+            templates: Templates::new(template_dir).with_secret_names(secret_names.clone()),
             secret_names,
             groups: OnceLock::new(),
             groups_template: OnceLock::new(),

@@ -1,15 +1,22 @@
 //! Templates: one minijinja environment with strict undefined (a missing variable is an error,
 //! never an empty string), Ansible-familiar filters (`quote`, `bool`, `to_json`, `b64encode`,
-//! `regex_replace`, ...) and the names `inventory_hostname`, `groups`, `group_names`, `hostvars`.
+//! `urlencode`, `regex_replace`, ...) and the names `inventory_hostname`, `groups`, `group_names`,
+//! `hostvars`.
 //! Template files come from a site's override directory first, then the embedded `templates/`.
+//!
+//! Secret tracking lives here too: every context records which secret variables its renderings
+//! read (`take_secret_reads`), through other variables, `hostvars` and facts alike, so that text
+//! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+
+use crate::vars::secret::SecretNames;
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
@@ -25,6 +32,7 @@ struct HostVars {
     lookup: Arc<dyn HostVarLookup>,
     env: Arc<Environment<'static>>,
     groups: Value,
+    reads: Arc<SecretReads>,
 }
 
 impl Object for HostVars {
@@ -38,7 +46,7 @@ impl Object for HostVars {
         let mut globals = BTreeMap::new();
         globals.insert("groups".to_string(), self.groups.clone());
         globals.insert("hostvars".to_string(), Value::from_dyn_object(self.clone()));
-        Some(Value::from_object(LazyVars::new(self.env.clone(), &vars, Some(Value::from(globals)))))
+        Some(Value::from_object(LazyVars::new(self.env.clone(), &vars, Some(Value::from(globals)), self.reads.clone())))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -49,6 +57,8 @@ impl Object for HostVars {
 pub struct Templates {
     env: Arc<Environment<'static>>,
     override_dir: Option<PathBuf>,
+    /// Which variables are secrets, for the contexts to track their reads.
+    secret_names: SecretNames,
 }
 
 impl std::fmt::Debug for Templates {
@@ -87,7 +97,14 @@ impl Templates {
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
-        Templates { env: Arc::new(env), override_dir }
+        Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default() }
+    }
+
+    /// The site's secret names (`secret_vars` of env.yaml on top of the naming rule), which the
+    /// contexts made from here track.
+    pub fn with_secret_names(mut self, names: SecretNames) -> Self {
+        self.secret_names = names;
+        self
     }
 
     /// The text of a template file, for error snippets and checks.
@@ -112,7 +129,8 @@ impl Templates {
 
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
     pub fn context(&self, vars: &crate::inventory::Vars) -> Value {
-        Value::from_object(LazyVars::new(self.env.clone(), vars, None))
+        let reads = Arc::new(SecretReads::new(self.secret_names.clone()));
+        Value::from_object(LazyVars::new(self.env.clone(), vars, None, reads))
     }
 
     /// Evaluates a bare expression (`when:`, `until:`, `changed_when:`), Ansible-style.
@@ -149,8 +167,9 @@ pub fn host_context(
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
 ) -> Value {
-    let mut ctx = LazyVars::new(templates.env.clone(), vars, None);
-    let hostvars = HostVars { lookup: hostvars, env: templates.env.clone(), groups: groups.clone() };
+    let reads = Arc::new(SecretReads::new(templates.secret_names.clone()));
+    let mut ctx = LazyVars::new(templates.env.clone(), vars, None, reads.clone());
+    let hostvars = HostVars { lookup: hostvars, env: templates.env.clone(), groups: groups.clone(), reads };
     ctx.ready.insert("inventory_hostname".into(), Value::from(host));
     ctx.ready.insert("inventory_hostname_short".into(), Value::from(host.split('.').next().unwrap_or(host)));
     ctx.ready.insert("groups".into(), groups);
@@ -170,6 +189,111 @@ fn holds_template(v: &serde_json::Value) -> bool {
         serde_json::Value::Array(a) => a.iter().any(holds_template),
         serde_json::Value::Object(m) => m.values().any(holds_template),
         _ => false,
+    }
+}
+
+/// Which secret variables the renderings of a context read: shared by the context and every
+/// context reached through it (`hostvars[...]`), kept as a stack of scopes so that a variable
+/// rendered as it is read (`LazyVars::resolve`) knows what it read, and says so again each
+/// time its cached value is read.
+#[derive(Debug)]
+struct SecretReads {
+    names: SecretNames,
+    /// More names to treat as secrets: facts set from secrets during a run.
+    derived: Mutex<BTreeSet<String>>,
+    /// Open scopes, innermost last; the first is the context's own and is never closed.
+    scopes: Mutex<Vec<BTreeSet<String>>>,
+}
+
+impl SecretReads {
+    fn new(names: SecretNames) -> SecretReads {
+        SecretReads { names, derived: Mutex::default(), scopes: Mutex::new(vec![BTreeSet::new()]) }
+    }
+
+    fn is_secret(&self, name: &str) -> bool {
+        self.names.is_secret(name) || self.derived.lock().expect("secret names").contains(name)
+    }
+
+    fn record<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
+        let mut scopes = self.scopes.lock().expect("secret reads");
+        let top = scopes.last_mut().expect("the context's own scope");
+        top.extend(names.into_iter().cloned());
+    }
+
+    fn open(&self) {
+        self.scopes.lock().expect("secret reads").push(BTreeSet::new());
+    }
+
+    /// Closes the innermost scope; what it read counts for the scope around it too.
+    fn close(&self) -> BTreeSet<String> {
+        let mut scopes = self.scopes.lock().expect("secret reads");
+        let read = if scopes.len() > 1 { scopes.pop().unwrap_or_default() } else { BTreeSet::new() };
+        if let Some(outer) = scopes.last_mut() {
+            outer.extend(read.iter().cloned());
+        }
+        read
+    }
+
+    fn current(&self, take: bool) -> BTreeSet<String> {
+        let mut scopes = self.scopes.lock().expect("secret reads");
+        let top = scopes.last_mut().expect("the context's own scope");
+        if take { std::mem::take(top) } else { top.clone() }
+    }
+}
+
+fn reads_of(ctx: &Value) -> Option<&Arc<SecretReads>> {
+    ctx.downcast_object_ref::<LazyVars>().map(|l| &l.reads)
+}
+
+/// The secret variables read through `ctx` since the last call, which it then forgets: a
+/// variable named like a secret or listed in `secret_vars` (`admin_password`), read directly,
+/// through another variable whose value reads it, through `hostvars`, or a secret key inside a
+/// variable (`db.password`). Empty for a value that is not a context made here.
+pub fn take_secret_reads(ctx: &Value) -> BTreeSet<String> {
+    reads_of(ctx).map(|r| r.current(true)).unwrap_or_default()
+}
+
+/// What `take_secret_reads` would return, without forgetting it.
+pub fn secret_reads(ctx: &Value) -> BTreeSet<String> {
+    reads_of(ctx).map(|r| r.current(false)).unwrap_or_default()
+}
+
+/// Runs `f`, which renders with `ctx`, and says which secret variables it read (they count
+/// for `take_secret_reads` too).
+pub fn tracking_secrets<R>(ctx: &Value, f: impl FnOnce() -> R) -> (R, BTreeSet<String>) {
+    let Some(reads) = reads_of(ctx) else { return (f(), BTreeSet::new()) };
+    reads.open();
+    let out = f();
+    (out, reads.close())
+}
+
+/// Treats `names` as secret variables in `ctx` (and the contexts reached through it): facts a
+/// run has set from secrets.
+pub fn treat_as_secret<'a>(ctx: &Value, names: impl IntoIterator<Item = &'a String>) {
+    if let Some(r) = reads_of(ctx) {
+        r.derived.lock().expect("secret names").extend(names.into_iter().cloned());
+    }
+}
+
+/// Where secret-named keys sit inside a value, as dotted paths below `prefix`.
+fn secret_paths(names: &SecretNames, prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let path = format!("{prefix}.{k}");
+                if names.is_secret(k) {
+                    out.push(path);
+                } else {
+                    secret_paths(names, &path, x, out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                secret_paths(names, &format!("{prefix}[{i}]"), x, out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -193,7 +317,9 @@ struct LazyVars {
     raw: crate::inventory::Vars,
     /// Names this context does not hold itself (`groups`, `hostvars` for another host's vars).
     fallback: Option<Value>,
-    rendered: Mutex<BTreeMap<String, Value>>,
+    /// Variables converted or rendered as they were read, with the secrets each read.
+    rendered: Mutex<BTreeMap<String, (Value, BTreeSet<String>)>>,
+    reads: Arc<SecretReads>,
 }
 
 impl std::fmt::Debug for LazyVars {
@@ -203,12 +329,38 @@ impl std::fmt::Debug for LazyVars {
 }
 
 impl LazyVars {
-    fn new(env: Arc<Environment<'static>>, vars: &crate::inventory::Vars, fallback: Option<Value>) -> LazyVars {
-        LazyVars { env, ready: BTreeMap::new(), raw: vars.clone(), fallback, rendered: Mutex::new(BTreeMap::new()) }
+    fn new(
+        env: Arc<Environment<'static>>,
+        vars: &crate::inventory::Vars,
+        fallback: Option<Value>,
+        reads: Arc<SecretReads>,
+    ) -> LazyVars {
+        LazyVars {
+            env,
+            ready: BTreeMap::new(),
+            raw: vars.clone(),
+            fallback,
+            rendered: Mutex::new(BTreeMap::new()),
+            reads,
+        }
+    }
+
+    /// Records a read of `name` when it is, or holds, a secret (`db` holding `db.password`).
+    fn note(&self, name: &str) {
+        if self.reads.is_secret(name) {
+            self.reads.record([&name.to_string()]);
+        } else if let Some(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) = self.raw.get(name) {
+            let mut paths = Vec::new();
+            secret_paths(&self.reads.names, name, v, &mut paths);
+            if !paths.is_empty() {
+                self.reads.record(&paths);
+            }
+        }
     }
 
     fn resolve(self: &Arc<Self>, name: &str, raw: &serde_json::Value) -> Value {
-        if let Some(v) = self.rendered.lock().expect("render cache").get(name) {
+        if let Some((v, read)) = self.rendered.lock().expect("render cache").get(name) {
+            self.reads.record(read);
             return v.clone();
         }
         let me = (Arc::as_ptr(self) as usize, name.to_string());
@@ -227,11 +379,13 @@ impl LazyVars {
         }
         RESOLVING.with(|r| r.borrow_mut().push(me));
         let ctx = Value::from_dyn_object(self.clone());
+        self.reads.open();
         let out = render_json(&self.env, raw, &ctx);
+        let read = self.reads.close();
         RESOLVING.with(|r| r.borrow_mut().pop());
         match out {
             Ok(v) => {
-                self.rendered.lock().expect("render cache").insert(name.to_string(), v.clone());
+                self.rendered.lock().expect("render cache").insert(name.to_string(), (v.clone(), read));
                 v
             }
             Err(e) => {
@@ -254,14 +408,16 @@ impl Object for LazyVars {
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let name = key.as_str()?;
         if let Some(v) = self.ready.get(name) {
+            self.note(name);
             return Some(v.clone());
         }
         if let Some(raw) = self.raw.get(name) {
+            self.note(name);
             if holds_template(raw) {
                 return Some(self.resolve(name, raw));
             }
             let mut cache = self.rendered.lock().expect("render cache");
-            return Some(cache.entry(name.to_string()).or_insert_with(|| to_value(raw)).clone());
+            return Some(cache.entry(name.to_string()).or_insert_with(|| (to_value(raw), BTreeSet::new())).0.clone());
         }
         self.fallback.as_ref()?.get_attr(name).ok().filter(|v| !v.is_undefined())
     }
@@ -349,8 +505,6 @@ fn add_filters(env: &mut Environment<'static>) {
             }
         })
     });
-    // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
-    env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // POSIX shell quoting exactly as Ansible's `quote` (Python's shlex.quote) does it, so a
     // site's shell lines render the same under copctl and Ansible.
     env.add_filter("quote", |v: Value| -> String {
@@ -372,6 +526,26 @@ fn add_filters(env: &mut Environment<'static>) {
     env.add_filter("b64encode", |s: String| -> String {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+    });
+    // Jinja2's (and minijinja's) `urlencode`: a string percent-encoded but for `/ . - _`; a
+    // mapping as `k=v&...`.
+    env.add_filter("urlencode", |v: Value| -> Result<String, minijinja::Error> {
+        use crate::vars::secret::urlencode;
+        let text = |x: &Value| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string());
+        if v.is_undefined() || v.is_none() {
+            return Ok(String::new());
+        }
+        if v.kind() != minijinja::value::ValueKind::Map {
+            return Ok(urlencode(&text(&v)));
+        }
+        let mut pairs = Vec::new();
+        for k in v.try_iter()? {
+            let x = v.get_item(&k)?;
+            if !(x.is_none() || x.is_undefined()) {
+                pairs.push(format!("{}={}", urlencode(&text(&k)), urlencode(&text(&x))));
+            }
+        }
+        Ok(pairs.join("&"))
     });
     env.add_filter("regex_replace", |s: String, pat: String, rep: String| -> Result<String, minijinja::Error> {
         let re =
@@ -470,5 +644,121 @@ mod tests {
         assert!(Templates::is_undefined_error(&e));
         assert_eq!(t.render_str("{{ 'abc' | b64encode }}", &ctx).unwrap(), "YWJj");
         assert!(t.eval("'true' | bool", &ctx).unwrap().is_true());
+    }
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn renderings_say_which_secrets_they_read_in_any_form() {
+        let t = Templates::new(None).with_secret_names(SecretNames::new(vec!["harbor_auth".into()]));
+        let vars: crate::inventory::Vars = serde_json::from_value(serde_json::json!({
+            "admin_password": "pw'1 $x", "harbor_auth": "h-auth", "user": "ops",
+            "login": "admin:{{ admin_password }}", "db": {"host": "db1", "password": "dbpw"},
+        }))
+        .unwrap();
+        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let render = |text: &str| tracking_secrets(&ctx, || t.render_str(text, &ctx).unwrap());
+        assert_eq!(render("{{ user }}@{{ inventory_hostname }}"), ("ops@h1".to_string(), set(&[])));
+        for expr in [
+            "admin_password",
+            "admin_password | quote",
+            "admin_password | to_json",
+            "admin_password | tojson",
+            "admin_password | b64encode",
+            "admin_password | urlencode",
+            "admin_password | regex_replace('[0-9]', '#')",
+            "admin_password | upper",
+            "admin_password[1:]",
+            "'user:' ~ admin_password",
+            "admin_password | length",
+        ] {
+            assert_eq!(render(&format!("{{{{ {expr} }}}}")).1, set(&["admin_password"]), "{expr}");
+        }
+        // Through another variable, twice: the second read comes from the cache, and counts.
+        for _ in 0..2 {
+            assert_eq!(render("{{ login | b64encode }}").1, set(&["admin_password"]));
+        }
+        assert_eq!(render("{{ harbor_auth }}").1, set(&["harbor_auth"]), "listed in secret_vars");
+        assert_eq!(render("{{ db.host }}").1, set(&["db.password"]), "a variable holding a secret key");
+        assert_eq!(
+            take_secret_reads(&ctx),
+            set(&["admin_password", "db.password", "harbor_auth"]),
+            "every reading so far"
+        );
+        assert_eq!(take_secret_reads(&ctx), set(&[]), "taken");
+        // A fact set from a secret during a run.
+        treat_as_secret(&ctx, &["user".to_string()]);
+        assert_eq!(render("{{ user | upper }}").1, set(&["user"]));
+        // Conditions and template files read through the same context.
+        assert!(t.eval("admin_password != ''", &ctx).unwrap().is_true());
+        assert_eq!(take_secret_reads(&ctx), set(&["admin_password", "user"]));
+    }
+
+    #[derive(Debug)]
+    struct TwoHosts;
+    impl HostVarLookup for TwoHosts {
+        fn host_names(&self) -> Vec<String> {
+            vec!["h1".into(), "h2".into()]
+        }
+        fn vars_of(&self, host: &str) -> Option<serde_json::Value> {
+            Some(serde_json::json!({"node_token": format!("tok-{host}"), "inventory_hostname": host,
+                                    "peer": "{{ node_token }}@{{ inventory_hostname }}"}))
+        }
+    }
+
+    #[test]
+    fn reads_through_hostvars_count() {
+        let t = Templates::new(None);
+        let ctx = host_context(
+            &t,
+            "h1",
+            &crate::inventory::Vars::new(),
+            to_value(serde_json::json!({})),
+            &[],
+            Arc::new(TwoHosts),
+        );
+        let (out, read) = tracking_secrets(&ctx, || t.render_str("{{ hostvars['h2'].node_token | upper }}", &ctx));
+        assert_eq!((out.unwrap(), read), ("TOK-H2".to_string(), set(&["node_token"])));
+        let (out, read) = tracking_secrets(&ctx, || t.render_str("{{ hostvars['h2']['peer'] }}", &ctx));
+        assert_eq!((out.unwrap(), read), ("tok-h2@h2".to_string(), set(&["node_token"])));
+        let (_, read) = tracking_secrets(&ctx, || t.render_str("{{ groups | length }} {{ inventory_hostname }}", &ctx));
+        assert_eq!(read, set(&[]));
+    }
+
+    #[test]
+    fn urlencode_writes_what_minijinja_and_jinja2_write() {
+        let t = Templates::new(None);
+        let ctx = t.context(&crate::inventory::Vars::new());
+        assert_eq!(
+            t.render_str("{{ 'a b/c?d=é&x_y-z.' | urlencode }}", &ctx).unwrap(),
+            "a%20b/c%3Fd%3D%C3%A9%26x_y-z."
+        );
+        assert_eq!(t.render_str("{{ {'k 1': 'v/2', 'n': none} | urlencode }}", &ctx).unwrap(), "k%201=v/2");
+    }
+
+    #[test]
+    fn every_filter_form_of_a_secret_is_masked_by_the_redactor() {
+        use crate::vars::secret::{MASK, Redactor};
+        let pw = "pä'ss w$rd\\1<&ÿ?!";
+        let t = Templates::new(None);
+        let mut vars = crate::inventory::Vars::new();
+        vars.insert("admin_password".into(), serde_json::json!(pw));
+        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let r = Redactor::new(vec![pw.into()]);
+        for (expr, masked) in [
+            ("admin_password | quote", format!("'{MASK}'")),
+            ("admin_password | to_json", format!("\"{MASK}\"")),
+            ("admin_password | tojson", format!("\"{MASK}\"")),
+            ("admin_password | b64encode", MASK.to_string()),
+            ("admin_password | urlencode", MASK.to_string()),
+            ("admin_password | upper", MASK.to_string()),
+            ("admin_password | lower", MASK.to_string()),
+            ("('u:' ~ admin_password ~ '@h') | quote", format!("'u:{MASK}@h'")),
+        ] {
+            let out = t.render_str(&format!("{{{{ {expr} }}}}"), &ctx).unwrap();
+            assert_eq!(r.redact(&out), masked, "{expr}: {out}");
+        }
     }
 }

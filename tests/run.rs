@@ -272,6 +272,200 @@ fn secrets_never_leave_in_output_record_or_remote_argv() {
     }
 }
 
+/// A secret with a quote, a space, `$`, a backslash and non-ASCII letters.
+const ODD_SECRET: &str = "Vk'7 $Qz\\9ÄßpL-w";
+
+/// A site whose playbook `secret-forms` uses `admin_password` (ODD_SECRET) through every usual
+/// filter, in shell steps, a template file, inline content, a line and debug messages; also
+/// through another variable, `hostvars` and a fact. Shell steps use builtins only (`:`,
+/// `printf`), so no secret is on a command line unless copctl put it there.
+fn secret_forms_site(n: usize) -> Site {
+    let site = site(n);
+    site.edit("env.yaml", |env| {
+        env + "admin_password: \"Vk'7 $Qz\\\\9ÄßpL-w\"\napp_login: \"admin:{{ admin_password }}\"\nforms_rev: 1\n"
+    });
+    site.write(
+        "templates/secret-forms.conf.j2",
+        "# secret forms, revision {{ forms_rev }}\n\
+         json = {{ admin_password | to_json }}\n\
+         tojson = {{ admin_password | tojson }}\n\
+         b64 = {{ admin_password | b64encode }}\n\
+         url = {{ admin_password | urlencode }}\n\
+         re = {{ admin_password | regex_replace('[0-9]', '#') }}\n\
+         upper = {{ admin_password | upper }}\n\
+         slice = {{ admin_password[1:] }}\n\
+         login = {{ app_login }}\n",
+    );
+    site.write(
+        "playbooks/secret-forms.yaml",
+        r#"description: a secret through every filter, in every step that shows text
+plays:
+  - name: forms
+    hosts: lab
+    steps:
+      - name: quoted
+        shell: ": {{ admin_password | quote }}"
+      - name: json
+        shell: ": {{ admin_password | to_json | quote }} {{ admin_password | tojson | quote }}"
+      - name: base64
+        shell: ": {{ admin_password | b64encode }}"
+      - name: urlencoded
+        shell: ": {{ admin_password | urlencode | quote }}"
+      - name: replaced
+        shell: ": {{ admin_password | regex_replace('[0-9]', '#') | quote }}"
+      - name: upper
+        shell: ": {{ admin_password | upper | quote }}"
+      - name: sliced
+        shell: ": {{ admin_password[1:] | quote }}"
+      - name: joined
+        shell: ": {{ ('admin:' ~ admin_password) | quote }}"
+      - name: through a variable
+        shell: ": {{ app_login | b64encode }}"
+      - name: through hostvars
+        shell: ": {{ hostvars[inventory_hostname]['admin_password'] | lower | quote }}"
+      - name: derive
+        set_fact: { pw_b64: "{{ admin_password | b64encode }}" }
+      - name: through a fact
+        shell: ": {{ pw_b64[2:] }} {{ pw_b64 }}"
+      - name: count
+        shell: "printf '%s' {{ admin_password | quote }} | wc -c"
+        register: counted
+      - name: no secret
+        shell: ": revision {{ forms_rev }}"
+      - name: config
+        template: { src: secret-forms.conf.j2, dest: /var/tmp/secret-forms.conf, mode: "0644" }
+      - name: inline
+        copy: { content: "{{ 'pw=' ~ (admin_password | tojson) }} {{ forms_rev }}\n", dest: /var/tmp/secret-inline, mode: "0644" }
+      - name: a line
+        line: { path: /var/tmp/secret-line, line: "{{ admin_password | upper }} rev {{ forms_rev }}", regexp: " rev ", create: true }
+      - name: say it
+        debug: { msg: "{{ admin_password | b64encode }} {{ admin_password[1:] }}" }
+      - name: show it
+        debug: { var: "admin_password | urlencode" }
+"#,
+    );
+    site
+}
+
+/// Every form of ODD_SECRET the playbook makes, and each of its 6-character substrings.
+fn odd_secret_forms() -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let s = ODD_SECRET;
+    let url: String = s
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"/.-_".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let mut forms = vec![
+        s.to_string(),
+        s.replace('\'', "'\"'\"'"),
+        s.replace('\\', "\\\\"),
+        s.replace('\\', "\\\\").replace('\'', "\\u0027"),
+        STANDARD.encode(s),
+        URL_SAFE_NO_PAD.encode(s),
+        STANDARD.encode(format!("admin:{s}")),
+        url,
+        s.replace(['7', '9'], "#"),
+        s.to_uppercase(),
+        s.to_lowercase(),
+    ];
+    let chars: Vec<char> = s.chars().collect();
+    forms.extend(chars.windows(6).map(|w| w.iter().collect::<String>()));
+    forms
+}
+
+#[test]
+fn a_secret_through_any_filter_never_leaves_in_output_record_log_or_remote_argv() {
+    let site = secret_forms_site(2);
+    let lab = site.lab();
+    let sampler = ArgvSampler::start(lab);
+    let o1 = site.test().args(["run", "secret-forms", "-vvv", "--diff", "--log-file", "trace.log"]).run();
+    // A second run that changes the files again, with events as JSON.
+    site.edit("env.yaml", |env| env.replace("forms_rev: 1", "forms_rev: 2"));
+    let o2 = site.test().args(["run", "secret-forms", "-vvv", "--diff", "--output", "json"]).run();
+    let argv = sampler.finish();
+    // The secret did reach the hosts, in each form.
+    let conf = std::fs::read_to_string(lab.path(0, "/var/tmp/secret-forms.conf")).unwrap();
+    assert!(conf.contains(&format!("slice = {}", &ODD_SECRET[1..])) && conf.contains("revision 2"), "{conf}");
+    let ev = o2.events();
+    assert!(ev.iter().filter(|e| e["event"] == "task_end" && e["status"] == "changed").count() >= 28, "{}", o2.stdout);
+    // ... and nowhere else.
+    let mut places: Vec<(String, String)> = vec![];
+    for (k, o) in [("run 1", &o1), ("json run", &o2)] {
+        places.push((format!("{k} stdout"), o.stdout.clone()));
+        places.push((format!("{k} stderr"), o.stderr.clone()));
+    }
+    places.push(("trace.log".into(), site.read("trace.log")));
+    places.extend(files_under(&site.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
+    assert!(argv.len() > 10, "the sampler saw the hosts' processes");
+    places.push(("remote command lines".into(), argv.join("\n")));
+    let mut found = vec![];
+    for (place, text) in &places {
+        for form in odd_secret_forms() {
+            if text.contains(&form) {
+                found.push(format!("{form:?} in {place}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "secret forms found: {found:#?}");
+    assert!(places[1].1.contains("TRACE") || places[1].1.contains("DEBUG"), "-vvv traced: {}", places[1].1);
+}
+
+#[test]
+fn text_rendered_from_a_secret_is_shown_as_its_template_source() {
+    let site = secret_forms_site(1);
+    let o = site.test().args(["run", "secret-forms", "-v", "--diff"]).run().stdout;
+    let note = "# rendered text withheld: it reads secret variables: admin_password";
+    // Commands as written in the playbook, saying why; through another variable too.
+    for cmd in [
+        ": {{ admin_password | quote }}",
+        ": {{ admin_password | to_json | quote }} {{ admin_password | tojson | quote }}",
+        ": {{ admin_password[1:] | quote }}",
+        ": {{ app_login | b64encode }}",
+        ": {{ hostvars[inventory_hostname]['admin_password'] | lower | quote }}",
+    ] {
+        assert!(o.contains(&format!("    $ {cmd}    {note}\n")), "{cmd}:\n{o}");
+    }
+    assert!(
+        o.contains(": {{ pw_b64[2:] }} {{ pw_b64 }}    # rendered text withheld: it reads secret variables: pw_b64\n"),
+        "a fact set from a secret is one: {o}"
+    );
+    // A command that reads no secret is shown as it ran; a secret-dependent command's output
+    // is shown (masked where it holds a secret).
+    assert!(o.contains("    $ : revision 1\n"), "{o}");
+    assert!(o.contains(&format!("    stdout: {}\n", ODD_SECRET.len())), "{o}");
+    // File diffs and messages.
+    for file in ["/var/tmp/secret-forms.conf", "/var/tmp/secret-inline", "/var/tmp/secret-line"] {
+        assert!(
+            o.contains(&format!("    {file}: changed; content not shown (reads secret variables: admin_password)\n")),
+            "{file}: {o}"
+        );
+    }
+    assert!(
+        o.contains(&format!("— {{{{ admin_password | b64encode }}}} {{{{ admin_password[1:] }}}}    {note}\n")),
+        "{o}"
+    );
+    assert!(o.contains(&format!("— admin_password | urlencode    {note}\n")), "{o}");
+    // The run record says the same.
+    let log = files_under(&site.path(".copctl/runs"))
+        .into_iter()
+        .find(|(p, _)| p.ends_with("hosts/lab-1.log"))
+        .map(|(_, t)| t)
+        .unwrap();
+    assert!(log.contains(&format!("$ : {{{{ admin_password | quote }}}}    {note}\n")), "{log}");
+    assert!(log.contains("$ : revision 1\n"), "{log}");
+    assert!(
+        log.contains("/var/tmp/secret-forms.conf: changed; content not shown (reads secret variables: admin_password)"),
+        "{log}"
+    );
+}
+
 #[test]
 fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() {
     let site = site(4);

@@ -7,7 +7,7 @@
 
 mod task;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -91,6 +91,9 @@ pub struct Engine {
     tasks_left: HashMap<String, usize>,
     /// Set on the first interrupt: a step waiting to retry (`until`) stops waiting.
     stop: tokio::sync::watch::Sender<bool>,
+    /// Facts set from secrets (`set_fact` of a template that read one): secret variables for
+    /// the rest of the run.
+    secret_facts: Arc<BTreeSet<String>>,
 }
 
 /// Tags a task carries: its step's and its play's.
@@ -138,6 +141,7 @@ impl Engine {
             reporter,
             tasks_left,
             stop: tokio::sync::watch::channel(false).0,
+            secret_facts: Arc::default(),
         }
     }
 
@@ -283,6 +287,12 @@ impl Engine {
             if let Some(f) = &o.facts {
                 let facts = Value::Object(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
                 names.collect_values(&facts, &mut learned);
+                // Facts set from secrets are secret variables from now on: what reads them is
+                // withheld. (Their values are not masked as text: a fact such as "true" would
+                // mask every "true".)
+                if !o.secret_reads.is_empty() {
+                    Arc::make_mut(&mut self.secret_facts).extend(f.keys().cloned());
+                }
             }
             self.reporter.learn_secrets(learned);
             for h in &owners {
@@ -452,6 +462,7 @@ impl Engine {
                     diff: self.opts.diff,
                     local_dir: self.opts.local_dir.clone(),
                     stop: self.stop.subscribe(),
+                    secret_facts: self.secret_facts.clone(),
                 };
                 running.spawn(async move {
                     let t0 = Instant::now();

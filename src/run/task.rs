@@ -1,7 +1,10 @@
 //! One task on one host: its variables (play vars, step vars, registered results, the loop item),
 //! `when`, the connection (to the `delegate_to` host when there is one), the loop, `until` with
 //! `retries`/`delay`, `changed_when`/`failed_when`, and the step's timeout around all of it.
+//! What the step's rendering read of secrets (its arguments, guards shown in messages, loop
+//! items; not its conditions) decides what of its outcome is withheld (`Outcome::withhold`).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +17,7 @@ use crate::plan::Plan;
 use crate::playbook::{Condition, Step};
 use crate::site::{Registered, Site};
 use crate::steps::{Guards, Outcome, Status, StepCtx, run_action, transport_outcome};
-use crate::template::Templates;
+use crate::template::{Templates, take_secret_reads, tracking_secrets};
 
 pub struct Job {
     pub site: Arc<Site>,
@@ -29,6 +32,8 @@ pub struct Job {
     pub local_dir: PathBuf,
     /// Becomes true when the run is interrupted.
     pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Facts set from secrets earlier in the run: secret variables from then on.
+    pub secret_facts: Arc<BTreeSet<String>>,
 }
 
 /// Evaluates a condition; all expressions of a list must hold.
@@ -52,7 +57,9 @@ impl Job {
         let t = &self.plan.graph[self.node];
         let pb = &self.plan.playbooks[t.playbook];
         let host = t.host.as_deref().unwrap_or("");
-        self.site.context_with(pb, host, own, Registered::PerHost(self.registered.clone()))
+        let ctx = self.site.context_with(pb, host, own, Registered::PerHost(self.registered.clone()));
+        crate::template::treat_as_secret(&ctx, self.secret_facts.iter());
+        ctx
     }
 
     pub async fn execute(self) -> Outcome {
@@ -81,15 +88,16 @@ impl Job {
             Err(e) => return transport_outcome(e),
         };
         let work = async {
-            let items = match &step.def.loop_over {
-                None => None,
-                Some(v) => match loop_items(templates, v, &ctx) {
-                    Ok(items) => Some(items),
-                    Err(e) => return Outcome::failed(format!("loop: {e}")),
+            // Items from secrets make every iteration's text secret.
+            let (items, loop_reads) = match &step.def.loop_over {
+                None => (None, BTreeSet::new()),
+                Some(v) => match tracking_secrets(&ctx, || loop_items(templates, v, &ctx)) {
+                    (Ok(items), reads) => (Some(items), reads),
+                    (Err(e), _) => return Outcome::failed(format!("loop: {e}")),
                 },
             };
             match items {
-                None => self.attempts(&step, &conn, &own, ctx.clone(), timeout).await,
+                None => self.attempts(&step, &conn, &own, ctx.clone(), timeout, &loop_reads).await,
                 Some(items) => {
                     let mut results = Vec::new();
                     let mut status = Status::Ok;
@@ -99,7 +107,7 @@ impl Job {
                         let mut o2 = own.clone();
                         o2.insert("item".into(), item.clone());
                         let c2 = self.context(&o2);
-                        let o = self.attempts(&step, &conn, &o2, c2, timeout).await;
+                        let o = self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await;
                         let mut r = o.registered();
                         r["item"] = item;
                         results.push(r);
@@ -133,6 +141,7 @@ impl Job {
     }
 
     /// The step once, or until `until` holds (`retries`, `delay`), with changed_when/failed_when.
+    /// `loop_reads`: the secrets the loop's items were rendered from.
     async fn attempts(
         &self,
         step: &Step,
@@ -140,8 +149,23 @@ impl Job {
         own: &IndexMap<String, Value>,
         ctx: minijinja::Value,
         timeout: Duration,
+        loop_reads: &BTreeSet<String>,
     ) -> Outcome {
         let templates = &self.site.templates;
+        // Guards that messages may show (`creates`, ...) count with the step's arguments;
+        // `stdin` and `environment` are never shown, and `when` decides without being shown.
+        let mut guard_reads = loop_reads.clone();
+        let mut guard_secrets: Vec<(String, String)> = Vec::new();
+        let mut shown = |s: &Option<String>| -> Result<Option<String>, String> {
+            let Some(x) = s else { return Ok(None) };
+            let (r, reads) = tracking_secrets(&ctx, || templates.render_str(x, &ctx));
+            let r = r.map_err(|e| crate::template::describe_error(&e))?;
+            if !reads.is_empty() && r != *x {
+                guard_secrets.push((r.clone(), x.clone()));
+            }
+            guard_reads.extend(reads);
+            Ok(Some(r))
+        };
         let render = |s: &Option<String>| -> Result<Option<String>, String> {
             s.as_ref()
                 .map(|x| templates.render_str(x, &ctx).map_err(|e| crate::template::describe_error(&e)))
@@ -149,10 +173,10 @@ impl Job {
         };
         let guards = match (|| -> Result<Guards, String> {
             Ok(Guards {
-                creates: render(&step.def.creates)?,
-                removes: render(&step.def.removes)?,
-                unless: render(&step.def.unless)?,
-                chdir: render(&step.def.chdir)?,
+                creates: shown(&step.def.creates)?,
+                removes: shown(&step.def.removes)?,
+                unless: shown(&step.def.unless)?,
+                chdir: shown(&step.def.chdir)?,
                 stdin: render(&step.def.stdin)?,
                 environment: step
                     .def
@@ -183,7 +207,14 @@ impl Job {
                 timeout,
                 local_dir: &self.local_dir,
             };
+            // What the step renders from here on is its own: what it reads of secrets decides
+            // what of its outcome is withheld.
+            take_secret_reads(&ctx);
             let mut o = run_action(&cx, &step.action, &guards).await;
+            let mut reads = take_secret_reads(&ctx);
+            reads.extend(guard_reads.iter().cloned());
+            o.rendered_secrets.extend(guard_secrets.iter().cloned());
+            o.withhold(&step.action, &reads);
             if o.status == Status::Unreachable {
                 return o;
             }

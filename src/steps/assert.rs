@@ -26,7 +26,13 @@ impl Kind for AssertArgs {
                 Ok(v) if v.is_true() => {}
                 Ok(_) => {
                     let msg = match &a.fail_msg {
-                        Some(m) => cx.templates.render_str(m, cx.vars).unwrap_or_else(|_| m.clone()),
+                        Some(m) => match crate::template::tracking_secrets(cx.vars, || {
+                            cx.templates.render_str(m, cx.vars)
+                        }) {
+                            (Ok(text), reads) if reads.is_empty() => text,
+                            (Ok(_), reads) => format!("{m}    {}", super::withheld_note(&reads)),
+                            (Err(_), _) => m.clone(),
+                        },
                         None => format!("assertion failed: {expr}"),
                     };
                     return Outcome::failed(msg);

@@ -20,12 +20,17 @@ impl Kind for DebugArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
-        let msg = match (&a.msg, &a.var) {
+        let (msg, reads) = crate::template::tracking_secrets(cx.vars, || match (&a.msg, &a.var) {
             (Some(m), _) => cx.templates.render_str(m, cx.vars),
             (None, Some(v)) => cx.templates.eval(v, cx.vars).map(|x| format!("{v} = {x}")),
             (None, None) => Ok("Hello world!".into()),
-        };
+        });
         match msg {
+            // A message rendered from a secret is shown as written, saying so.
+            Ok(_) if !reads.is_empty() => {
+                let source = a.msg.clone().or_else(|| a.var.clone()).unwrap_or_default();
+                Outcome::ok(format!("{source}    {}", super::withheld_note(&reads)))
+            }
             Ok(m) => Outcome::ok(m),
             Err(e) => Outcome::failed(crate::template::describe_error(&e)),
         }

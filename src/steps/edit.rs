@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::transfer::{private_diff, stat, unified_diff};
+use super::transfer::{private_diff, secret_notice, stat, unified_diff};
 use super::{Mode, Presence};
 use super::{Outcome, StepCtx, transport_outcome};
 use crate::transport::PutSource;
@@ -34,7 +34,11 @@ pub(super) async fn write_if_changed(
     }
     let mut o = Outcome::changed(format!("{path}: {what}"));
     if cx.diff {
-        o.diff = Some(private_diff(path, mode).unwrap_or_else(|| unified_diff(path, old.unwrap_or(""), &new)));
+        o.diff = Some(
+            private_diff(path, mode)
+                .or_else(|| secret_notice(cx, path))
+                .unwrap_or_else(|| unified_diff(path, old.unwrap_or(""), &new)),
+        );
     }
     if cx.check {
         return o;

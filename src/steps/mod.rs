@@ -6,11 +6,17 @@
 //! Layering: below the playbook model (a step holds an `Action`), above templates and the
 //! transport. Steps know nothing of playbooks, plans or runs; a step gets its arguments already
 //! rendered for its host.
+//!
+//! Secrets: text rendered from a template that reads a secret variable (a command line, a
+//! file's content, a message) is itself secret. Such a step's commands are shown as written in
+//! the playbook, its file diffs as a notice, and a rendered argument inside a message as its
+//! template source (`Outcome::withhold`), each saying which secret variables it reads.
 
 mod args;
 mod edit;
 mod transfer;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -126,6 +132,29 @@ macro_rules! derive_from_kinds {
                 };
                 v.map(|v| v.to_string()).unwrap_or_default()
             }
+
+            /// The step as written in the playbook, unrendered: a `shell:` or `command:` line
+            /// itself, any other kind as `kind: {arguments}`. Shown instead of what it renders
+            /// to when that reads a secret.
+            pub fn source(&self) -> String {
+                match self {
+                    Action::Shell(ShellArgs(line)) => line.clone(),
+                    Action::Command(CommandArgs::Line(line)) => line.clone(),
+                    Action::Command(CommandArgs::Argv(argv)) => {
+                        argv.iter().map(|w| crate::template::shell_quote(w)).collect::<Vec<_>>().join(" ")
+                    }
+                    other => {
+                        let mut v = match other {
+                            $(Action::$Variant(a) => serde_json::to_value(a),)*
+                        }
+                        .unwrap_or_default();
+                        if let Value::Object(m) = &mut v {
+                            m.retain(|_, x| !x.is_null());
+                        }
+                        format!("{}: {v}", other.kind())
+                    }
+                }
+            }
         }
 
         /// Runs one step's action on the host.
@@ -161,11 +190,81 @@ pub struct Outcome {
     pub facts: Option<Map<String, Value>>,
     /// The remote command(s) run, for `-v` and the run log.
     pub commands: Vec<String>,
+    /// The secret variables the step's rendered text read (`withhold` sets it).
+    pub secret_reads: BTreeSet<String>,
+    /// Arguments rendered from secrets, as (rendered, source): `withhold` puts the source back
+    /// wherever the rendered text shows up in the message or diff.
+    pub rendered_secrets: Vec<(String, String)>,
+}
+
+/// What is said in place of text rendered from secrets.
+pub fn withheld_note(reads: &BTreeSet<String>) -> String {
+    let names: Vec<&str> = reads.iter().map(String::as_str).collect();
+    format!("# rendered text withheld: it reads secret variables: {}", names.join(", "))
+}
+
+/// The diff of a file whose new content reads secrets.
+pub fn secret_diff(path: &str, reads: &BTreeSet<String>) -> String {
+    let names: Vec<&str> = reads.iter().map(String::as_str).collect();
+    format!("{path}: changed; content not shown (reads secret variables: {})\n", names.join(", "))
 }
 
 impl Outcome {
     pub fn new(status: Status, msg: impl Into<String>) -> Self {
-        Outcome { status, msg: msg.into(), result: Map::new(), diff: None, facts: None, commands: vec![] }
+        Outcome {
+            status,
+            msg: msg.into(),
+            result: Map::new(),
+            diff: None,
+            facts: None,
+            commands: vec![],
+            secret_reads: BTreeSet::new(),
+            rendered_secrets: vec![],
+        }
+    }
+
+    /// For a step whose rendered text read the secret variables `reads`: its commands become
+    /// the step as written (`action.source()`) with a note naming them, a rendered argument in
+    /// its message or diff becomes its template source, and a diff that is not already a notice
+    /// becomes one. Its output (stdout, stderr) is left to the run's redactor.
+    pub fn withhold(&mut self, action: &Action, reads: &BTreeSet<String>) {
+        if reads.is_empty() {
+            return;
+        }
+        let note = withheld_note(reads);
+        if !self.commands.is_empty() {
+            let source = action.source();
+            let mut lines = source.lines();
+            let first = lines.next().unwrap_or("");
+            let rest: Vec<&str> = lines.collect();
+            let mut shown = format!("{first}    {note}");
+            for l in rest {
+                shown.push('\n');
+                shown.push_str(l);
+            }
+            self.commands = vec![shown];
+        }
+        let mut pairs = std::mem::take(&mut self.rendered_secrets);
+        pairs.retain(|(rendered, _)| rendered.len() >= 3);
+        pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+        let put_back = |text: &str| {
+            pairs.iter().fold(text.to_string(), |t, (rendered, source)| t.replace(rendered.as_str(), source))
+        };
+        self.msg = put_back(&self.msg);
+        if let Some(m) = self.result.get_mut("msg")
+            && let Some(text) = m.as_str()
+        {
+            *m = json!(put_back(text));
+        }
+        self.diff = self.diff.take().map(|d| {
+            if d.contains("content not shown") {
+                put_back(&d)
+            } else {
+                let names: Vec<&str> = reads.iter().map(String::as_str).collect();
+                format!("changed; content not shown (reads secret variables: {})\n", names.join(", "))
+            }
+        });
+        self.secret_reads.extend(reads.iter().cloned());
     }
 
     pub fn ok(msg: impl Into<String>) -> Self {
@@ -225,6 +324,12 @@ pub struct StepCtx<'a> {
 }
 
 impl StepCtx<'_> {
+    /// The secret variables the step's rendering has read so far (its arguments, a template
+    /// file): its diffs are then a notice.
+    pub fn secret_reads(&self) -> BTreeSet<String> {
+        crate::template::secret_reads(self.vars)
+    }
+
     /// Runs a script on the host; transport errors become failed or unreachable outcomes.
     pub async fn sh(&self, script: &str, stdin: Option<&[u8]>) -> Result<ExecOutput, Outcome> {
         self.conn.exec(ExecRequest { command: script, stdin, timeout: self.timeout }).await.map_err(transport_outcome)
@@ -246,12 +351,31 @@ pub fn transport_outcome(e: TransportError) -> Outcome {
 
 /// Renders every string inside an argument value for the host.
 pub fn render_value(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Value, minijinja::Error> {
+    render_noting_secrets(t, v, ctx, &mut Vec::new())
+}
+
+/// `render_value`, noting each string whose rendering read a secret as (rendered, source).
+pub fn render_noting_secrets(
+    t: &Templates,
+    v: &Value,
+    ctx: &minijinja::Value,
+    secret: &mut Vec<(String, String)>,
+) -> Result<Value, minijinja::Error> {
     Ok(match v {
-        Value::String(s) => Value::String(t.render_str(s, ctx)?),
-        Value::Array(a) => Value::Array(a.iter().map(|x| render_value(t, x, ctx)).collect::<Result<_, _>>()?),
+        Value::String(s) => {
+            let (r, reads) = crate::template::tracking_secrets(ctx, || t.render_str(s, ctx));
+            let r = r?;
+            if !reads.is_empty() && r != *s {
+                secret.push((r.clone(), s.clone()));
+            }
+            Value::String(r)
+        }
+        Value::Array(a) => {
+            Value::Array(a.iter().map(|x| render_noting_secrets(t, x, ctx, secret)).collect::<Result<_, _>>()?)
+        }
         Value::Object(m) => Value::Object(
             m.iter()
-                .map(|(k, x)| Ok::<_, minijinja::Error>((k.clone(), render_value(t, x, ctx)?)))
+                .map(|(k, x)| Ok::<_, minijinja::Error>((k.clone(), render_noting_secrets(t, x, ctx, secret)?)))
                 .collect::<Result<_, _>>()?,
         ),
         other => other.clone(),
@@ -264,18 +388,85 @@ pub fn render_args<T: serde::Serialize + serde::de::DeserializeOwned>(
     args: &T,
     ctx: &minijinja::Value,
 ) -> Result<T, String> {
+    render_args_noting_secrets(t, args, ctx, &mut Vec::new())
+}
+
+fn render_args_noting_secrets<T: serde::Serialize + serde::de::DeserializeOwned>(
+    t: &Templates,
+    args: &T,
+    ctx: &minijinja::Value,
+    secret: &mut Vec<(String, String)>,
+) -> Result<T, String> {
     let v = serde_json::to_value(args).map_err(|e| e.to_string())?;
-    let r = render_value(t, &v, ctx).map_err(|e| crate::template::describe_error(&e))?;
-    serde_json::from_value(r).map_err(|e| format!("after rendering: {e}"))
+    let r = render_noting_secrets(t, &v, ctx, secret).map_err(|e| crate::template::describe_error(&e))?;
+    // serde's message would quote the rendered value.
+    serde_json::from_value(r).map_err(|e| {
+        if secret.is_empty() { format!("after rendering: {e}") } else { "after rendering: invalid arguments".into() }
+    })
 }
 
 /// Renders the arguments for the host (unless the kind evaluates them itself), then applies.
+/// The arguments rendered from secrets go with the outcome, for `Outcome::withhold`.
 async fn run_kind<K: Kind>(cx: &StepCtx<'_>, args: &K, guards: &Guards) -> Outcome {
     if !K::RENDERED {
         return args.apply(cx, guards).await;
     }
-    match render_args(cx.templates, args, cx.vars) {
+    let mut secret = Vec::new();
+    let mut o = match render_args_noting_secrets(cx.templates, args, cx.vars, &mut secret) {
         Ok(a) => a.apply(cx, guards).await,
         Err(e) => Outcome::failed(e),
+    };
+    o.rendered_secrets.extend(secret);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_whose_text_read_secrets_shows_its_source_instead() {
+        let action = Action::Shell(ShellArgs("printf %s {{ admin_password | quote }} >/x\necho done".into()));
+        let rendered = "'x'\"'\"'y'";
+        let mut o = Outcome::failed(format!("cannot write {rendered}"));
+        o.commands.push(format!("printf %s {rendered} >/x\necho done"));
+        o.diff = Some("--- /x (before)\n+++ /x (after)\n+x'y\n".into());
+        o.rendered_secrets.push((rendered.into(), "{{ admin_password | quote }}".into()));
+        let reads: BTreeSet<String> = ["admin_password".to_string()].into();
+        let untouched = o.clone();
+        o.withhold(&action, &BTreeSet::new());
+        assert_eq!((&o.commands, &o.msg, &o.diff), (&untouched.commands, &untouched.msg, &untouched.diff));
+        o.withhold(&action, &reads);
+        assert_eq!(
+            o.commands,
+            ["printf %s {{ admin_password | quote }} >/x    \
+              # rendered text withheld: it reads secret variables: admin_password\necho done"]
+        );
+        assert_eq!(o.msg, "cannot write {{ admin_password | quote }}");
+        assert_eq!(o.diff.as_deref(), Some("changed; content not shown (reads secret variables: admin_password)\n"));
+        assert_eq!(o.secret_reads, reads);
+        // A notice already naming its file keeps it.
+        let mut o = Outcome::changed("");
+        o.diff = Some(secret_diff("/etc/app.conf", &reads));
+        o.withhold(&action, &reads);
+        assert_eq!(
+            o.diff.as_deref(),
+            Some("/etc/app.conf: changed; content not shown (reads secret variables: admin_password)\n")
+        );
+    }
+
+    #[test]
+    fn a_step_source_is_its_line_or_its_arguments_as_written() {
+        let argv = Action::Command(CommandArgs::Argv(vec!["login".into(), "-p".into(), "{{ pw }}".into()]));
+        assert_eq!(argv.source(), "login -p '{{ pw }}'");
+        let copy = Action::Copy(CopyArgs {
+            src: None,
+            content: Some("{{ pw }}".into()),
+            dest: "/x".into(),
+            mode: None,
+            owner: None,
+            group: None,
+        });
+        assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }
 }

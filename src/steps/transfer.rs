@@ -95,6 +95,13 @@ pub fn private_diff(path: &str, mode: u32) -> Option<String> {
         .then(|| format!("{path}: changed; content not shown (mode {mode:04o}: only its owner may read it)\n"))
 }
 
+/// For content rendered from a template that reads secret variables, the diff is a notice
+/// naming them: any line of it may hold a secret in a form no masking knows.
+pub fn secret_notice(cx: &StepCtx<'_>, path: &str) -> Option<String> {
+    let reads = cx.secret_reads();
+    (!reads.is_empty()).then(|| super::secret_diff(path, &reads))
+}
+
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)
         .unified_diff()
@@ -149,7 +156,7 @@ pub async fn ensure_content(
     let final_mode = mode.or(current.as_ref().map(|s| s.mode)).unwrap_or(0o644);
     if cx.diff
         && !same_content
-        && let Some(notice) = private_diff(dest, final_mode)
+        && let Some(notice) = private_diff(dest, final_mode).or_else(|| secret_notice(cx, dest))
     {
         o.diff = Some(notice);
     } else if cx.diff && !same_content {

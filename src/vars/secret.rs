@@ -119,26 +119,43 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Replaces known secret values in text. Longest first, so a secret containing another is
-/// masked whole.
+/// Replaces known secret values in text, and the common encodings of each (see `encodings`).
+/// Longest first, so a secret containing another is masked whole.
+///
+/// This is the second line of defence: text rendered from a template that reads a secret
+/// variable is withheld before it reaches any output (`template::take_secret_reads`); what
+/// still passes here is what copctl cannot see the origin of (a command's own output, a
+/// value copied under another name).
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
+    /// The secrets as learned, each once.
+    secrets: Vec<String>,
+    /// What is masked: every secret and its encodings, longest first.
     values: Vec<String>,
 }
 
 impl Redactor {
-    pub fn new(mut values: Vec<String>) -> Self {
-        values.retain(|v| v.len() >= 3);
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        values.dedup();
-        Redactor { values }
+    pub fn new(secrets: Vec<String>) -> Self {
+        let mut r = Redactor::default();
+        r.learn(secrets);
+        r
     }
 
     /// Adds secret values learned during a run (a registered token, a secret fact).
-    pub fn learn(&mut self, values: Vec<String>) {
-        let mut all = std::mem::take(&mut self.values);
-        all.extend(values);
-        *self = Redactor::new(all);
+    pub fn learn(&mut self, secrets: Vec<String>) {
+        let mut added = false;
+        for s in secrets {
+            if s.len() >= 3 && !self.secrets.contains(&s) {
+                self.values.extend(encodings(&s));
+                self.secrets.push(s);
+                added = true;
+            }
+        }
+        if added {
+            self.values.retain(|v| v.len() >= 3);
+            self.values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            self.values.dedup();
+        }
     }
 
     pub fn redact(&self, text: &str) -> String {
@@ -150,6 +167,49 @@ impl Redactor {
         }
         out
     }
+}
+
+/// A secret as it appears after the usual transformations, all masked: itself; shell-quoted
+/// as the `quote` filter writes it (the body between the outer quotes, so a quoted word that
+/// holds more than the secret is caught too); JSON-escaped without the outer quotes (serde's
+/// `to_json`, and minijinja's HTML-safe `tojson`); base64, standard and URL-safe, padded and
+/// not; URL-encoded as `urlencode` writes it; upper- and lower-case.
+pub fn encodings(secret: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json.strip_prefix('"').and_then(|j| j.strip_suffix('"')).unwrap_or(&json).to_string();
+    let html_safe_json =
+        json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026").replace('\'', "\\u0027");
+    let mut out = vec![
+        secret.to_string(),
+        secret.replace('\'', "'\"'\"'"),
+        json,
+        html_safe_json,
+        urlencode(secret),
+        secret.to_uppercase(),
+        secret.to_lowercase(),
+    ];
+    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+        out.push(engine.encode(secret.as_bytes()));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Percent-encoding as minijinja's (and Jinja2's) `urlencode` filter writes it: every byte
+/// but ASCII letters, digits and `/ . - _` as `%XX` (upper-case hex; a space is `%20`).
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"/.-_".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -173,5 +233,63 @@ mod tests {
         let r = Redactor::new(found);
         assert_eq!(r.redact("login admin:pw1 token K10::x"), format!("login admin:{MASK} token {MASK}"));
         assert_eq!(format!("{} {:?}", Secret::new("pw1"), Secret::new("pw1")), format!("{MASK} {MASK}"));
+    }
+
+    /// A secret with a quote, a space, `$`, a backslash, HTML-special and non-ASCII characters;
+    /// its base64 has a `/` (`_` URL-safe) and padding.
+    const PW: &str = "pä'ss w$rd\\1<&ÿ?!";
+
+    fn masked(text: &str) -> String {
+        Redactor::new(vec![PW.into()]).redact(text)
+    }
+
+    #[test]
+    fn masks_the_secret_shell_quoted() {
+        // As the `quote` filter writes it, alone and inside a longer quoted word.
+        assert_eq!(masked(r#"echo 'pä'"'"'ss w$rd\1<&ÿ?!'"#), format!("echo '{MASK}'"));
+        assert_eq!(masked(r#"echo 'user:pä'"'"'ss w$rd\1<&ÿ?!@h'"#), format!("echo 'user:{MASK}@h'"));
+    }
+
+    #[test]
+    fn masks_the_secret_json_escaped() {
+        assert_eq!(masked(r#"{"pw": "pä'ss w$rd\\1<&ÿ?!"}"#), format!(r#"{{"pw": "{MASK}"}}"#));
+        // minijinja's `tojson` is HTML-safe: < > & ' as \u escapes.
+        assert_eq!(masked(r#"pw="pä\u0027ss w$rd\\1\u003c\u0026ÿ?!""#), format!(r#"pw="{MASK}""#));
+    }
+
+    #[test]
+    fn masks_the_secret_in_base64_standard_and_url_safe_padded_or_not() {
+        for b64 in [
+            "cMOkJ3NzIHckcmRcMTwmw78/IQ==",
+            "cMOkJ3NzIHckcmRcMTwmw78/IQ",
+            "cMOkJ3NzIHckcmRcMTwmw78_IQ==",
+            "cMOkJ3NzIHckcmRcMTwmw78_IQ",
+        ] {
+            assert_eq!(masked(&format!("auth {b64} end")), format!("auth {MASK} end"), "{b64}");
+        }
+    }
+
+    #[test]
+    fn masks_the_secret_url_encoded() {
+        assert_eq!(urlencode(PW), "p%C3%A4%27ss%20w%24rd%5C1%3C%26%C3%BF%3F%21");
+        assert_eq!(urlencode("a-b_c.d/e f"), "a-b_c.d/e%20f");
+        assert_eq!(masked("https://u:p%C3%A4%27ss%20w%24rd%5C1%3C%26%C3%BF%3F%21@h/"), format!("https://u:{MASK}@h/"));
+    }
+
+    #[test]
+    fn masks_the_secret_in_upper_and_lower_case() {
+        assert_eq!(masked("PÄ'SS W$RD\\1<&Ÿ?!"), MASK);
+        let r = Redactor::new(vec!["MiXeD-Secret".into()]);
+        assert_eq!(r.redact("MIXED-SECRET mixed-secret MiXeD-Secret"), format!("{MASK} {MASK} {MASK}"));
+    }
+
+    #[test]
+    fn learned_secrets_get_their_encodings_too() {
+        let mut r = Redactor::new(vec!["first-secret".into()]);
+        r.learn(vec!["K10::tok'en".into()]);
+        assert_eq!(r.redact(r#"a 'K10::tok'"'"'en' b SzEwOjp0b2snZW4="#), format!("a '{MASK}' b {MASK}"));
+        assert_eq!(r.redact("FIRST-SECRET"), MASK);
+        // Short values are not masked (they would mask ordinary words), nor their encodings.
+        assert_eq!(Redactor::new(vec!["ab".into()]).redact("ab AB YWI"), "ab AB YWI");
     }
 }
