@@ -178,6 +178,24 @@ pub fn host_context(
     Value::from_object(ctx)
 }
 
+/// `lookup(kind, args...)` on the bastion, as Ansible runs lookups: `env` (an unset variable is
+/// an error here, not Ansible's silent empty string, unless a default is given as the second
+/// argument) and `file` (the text without its trailing newline, as Ansible's `rstrip`).
+fn lookup(kind: String, args: minijinja::value::Rest<String>) -> Result<Value, minijinja::Error> {
+    let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
+    match (kind.as_str(), args.as_slice()) {
+        ("env", [name]) => std::env::var(name)
+            .map(Value::from)
+            .map_err(|_| fail(format!("lookup('env', '{name}'): the environment variable {name} is not set"))),
+        ("env", [name, default]) => Ok(Value::from(std::env::var(name).unwrap_or_else(|_| default.clone()))),
+        ("file", [path]) => std::fs::read_to_string(path)
+            .map(|t| Value::from(t.trim_end_matches(['\n', '\r']).to_string()))
+            .map_err(|e| fail(format!("lookup('file', '{path}'): cannot read {path}: {e}"))),
+        ("env" | "file", _) => Err(fail(format!("lookup('{kind}', ...) takes one argument (env: and a default)"))),
+        (other, _) => Err(fail(format!("lookup('{other}', ...): copctl has the env and file lookups"))),
+    }
+}
+
 /// Whether a string holds template syntax.
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%")
@@ -486,6 +504,18 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
+    env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
+    // Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: settings kept out of cleartext
+    // files (`registry_password: "{{ lookup('env', 'COP_REGISTRY_PASSWORD') }}"`).
+    env.add_function("lookup", lookup);
+    env.add_function(
+        "query",
+        |kind: String, args: minijinja::value::Rest<String>| -> Result<Value, minijinja::Error> {
+            let one = lookup(kind, args)?;
+            Ok(Value::from(vec![one]))
+        },
+    );
     // Ansible's `x is version(y, '>=')`.
     env.add_test("version", |v: String, other: String, op: Option<String>| -> Result<bool, minijinja::Error> {
         use std::cmp::Ordering::*;
@@ -593,6 +623,29 @@ pub fn to_value<T: serde::Serialize>(v: T) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookups_read_the_bastions_environment_and_files() {
+        let t = Templates::new(None);
+        let ctx = Value::from(());
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(t.render_str("{{ lookup('env', 'PATH') }}", &ctx).unwrap(), path);
+        assert_eq!(t.render_str("{{ lookup('env', 'COPCTL_SURELY_UNSET', 'dflt') }}", &ctx).unwrap(), "dflt");
+        let e = t.render_str("{{ lookup('env', 'COPCTL_SURELY_UNSET') }}", &ctx).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "lookup('env', 'COPCTL_SURELY_UNSET'): the environment variable COPCTL_SURELY_UNSET is not set"
+            ),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("pw");
+        std::fs::write(&f, "s3cret pass\n").unwrap();
+        let src = format!("{{{{ lookup('file', '{}') }}}}|{{{{ query('env', 'PATH') | length }}}}", f.display());
+        assert_eq!(t.render_str(&src, &ctx).unwrap(), "s3cret pass|1");
+        let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
+        assert!(e.to_string().contains("lookup('vault', ...): copctl has the env and file lookups"), "{e}");
+    }
 
     #[derive(Debug)]
     struct NoHosts;
