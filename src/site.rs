@@ -1,7 +1,7 @@
 //! A site: the inventory, env.yaml, extra vars, playbook and template sources of one run, and
 //! the variable contexts built from them. Every command starts by loading one.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
@@ -17,7 +17,8 @@ use crate::vars::{EnvFile, Layers, parse_extra_vars};
 /// Where to load a site from (the CLI's global options).
 #[derive(Debug, Clone, Default)]
 pub struct SiteOptions {
-    pub inventory: PathBuf,
+    /// The inventory sources (`-i`, repeated): files, directories, `h1,h2,` host lists.
+    pub inventory: Vec<PathBuf>,
     /// `None`: `env.yaml` beside the inventory, if present.
     pub env: Option<PathBuf>,
     pub extra_vars: Vec<String>,
@@ -41,25 +42,31 @@ pub struct Site {
     groups_template: OnceLock<minijinja::Value>,
 }
 
-fn beside(inventory: &Path, name: &str) -> Option<PathBuf> {
-    let dir = inventory.parent().unwrap_or(Path::new("."));
-    let p = dir.join(name);
+/// `name` in the site directory (`crate::inventory::site_dir`: the first inventory source's
+/// directory, or the source itself when it is one), if present.
+fn beside(inventory: &[PathBuf], name: &str) -> Option<PathBuf> {
+    let p = crate::inventory::site_dir(inventory).join(name);
     p.exists().then_some(p)
 }
 
 impl Site {
     pub fn load(opts: &SiteOptions) -> Result<Site> {
-        let inventory = Inventory::load(&opts.inventory)?;
-        let env = match &opts.env {
-            Some(p) => EnvFile::load(p)?,
-            None => match beside(&opts.inventory, "env.yaml") {
-                Some(p) => EnvFile::load(&p)?,
-                None => EnvFile::empty(),
-            },
-        };
-        let extra = parse_extra_vars(&opts.extra_vars)?;
+        let env_path = opts.env.clone().or_else(|| beside(&opts.inventory, "env.yaml"));
         let playbook_dir = opts.playbook_dir.clone().or_else(|| beside(&opts.inventory, "playbooks"));
         let template_dir = opts.template_dir.clone().or_else(|| beside(&opts.inventory, "templates"));
+        // copctl's own files are no inventory where a directory source holds them (`-i inventory/`
+        // with env.yaml in it).
+        let mut own: Vec<PathBuf> = [&env_path, &playbook_dir, &template_dir].into_iter().flatten().cloned().collect();
+        own.push(crate::inventory::site_dir(&opts.inventory).join("files"));
+        let inventory = Inventory::load_sources(&opts.inventory, &own)?;
+        for w in &inventory.warnings {
+            crate::inventory::pattern::warn(w.clone());
+        }
+        let env = match &env_path {
+            Some(p) => EnvFile::load(p)?,
+            None => EnvFile::empty(),
+        };
+        let extra = parse_extra_vars(&opts.extra_vars)?;
         Ok(Site::new(inventory, env, extra, playbook_dir, template_dir))
     }
 

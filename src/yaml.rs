@@ -25,6 +25,20 @@ pub fn parse<T: DeserializeOwned>(source: &Source) -> Result<T> {
     serde_saphyr::from_str_with_options::<T>(&source.text, options()).map_err(|e| located(source, &e))
 }
 
+/// Files that Ansible itself reads (inventories, group_vars/ and host_vars/): their values mean
+/// what they mean to Ansible's YAML 1.1 loader, so that a site works unchanged: `yes`/`no`/
+/// `on`/`off` are booleans, `0755` is octal. (Still YAML 1.2 elsewhere: `1e3` is a number, and
+/// `y`/`n` are booleans here, where PyYAML keeps both as strings.)
+pub fn parse_ansible<T: DeserializeOwned>(source: &Source) -> Result<T> {
+    let options = serde_saphyr::options! {
+        strict_booleans: false,
+        legacy_octal_numbers: true,
+        with_snippet: false,
+        budget: serde_saphyr::budget! { max_nodes: MAX_NODES, max_events: 4 * MAX_NODES },
+    };
+    serde_saphyr::from_str_with_options::<T>(&source.text, options).map_err(|e| located(source, &e))
+}
+
 pub fn located(source: &Source, e: &serde_saphyr::Error) -> Error {
     let (line, col) = e.location().map(|l| (l.line() as usize, l.column() as usize)).unwrap_or((1, 1));
     let message = e.to_string();

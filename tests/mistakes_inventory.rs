@@ -188,3 +188,78 @@ fn ranges_together_past_the_bound_are_refused_at_the_line_that_passes_it() {
          [a:f], or [1:10:2]\n\n"
     );
 }
+
+#[test]
+fn bad_group_vars_yaml_is_an_error_at_its_line() {
+    let d = site(CLUSTER);
+    std::fs::create_dir(d.path().join("group_vars")).unwrap();
+    std::fs::write(d.path().join("group_vars/workers.yml"), "ntp: pool.ntp.org\ndns:\n  - 10.0.0.2\n  mtu: 1500\n")
+        .unwrap();
+    let (code, out, err) = copctl(d.path(), &["hosts", "all"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "  x group_vars/workers.yml:4:3: while parsing a block collection, did not find expected '-' indicator\n   \
+         ,-[group_vars/workers.yml:4:3]\n 3 |   - 10.0.0.2\n 4 |   mtu: 1500\n   :   ^^^^|^^^^\n   :       `-- here\n   \
+         `----\n\n"
+    );
+    // A file that is no mapping is an error naming it.
+    std::fs::write(d.path().join("group_vars/workers.yml"), "- ntp\n- dns\n").unwrap();
+    let (code, out, err) = copctl(d.path(), &["hosts", "all"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "  x group_vars/workers.yml:1:1: a variable file is a mapping of variables (name: value), not a list\n   \
+         ,-[group_vars/workers.yml:1:1]\n 1 | - ntp\n   : ^^|^^\n   :   `-- not a mapping\n 2 | - dns\n   `----\n  \
+         help: write one `name: value` per line at the top level\n\n"
+    );
+}
+
+#[test]
+fn group_vars_file_for_an_unknown_group_is_warned_about() {
+    // Ansible reads group_vars/NAME only for a group NAME and ignores the rest without a word.
+    let d = site(CLUSTER);
+    std::fs::create_dir(d.path().join("group_vars")).unwrap();
+    std::fs::create_dir(d.path().join("host_vars")).unwrap();
+    std::fs::write(d.path().join("group_vars/wrokers.yml"), "mtu: 9000\n").unwrap();
+    std::fs::write(d.path().join("group_vars/cop-worker-1.yml"), "mtu: 9000\n").unwrap();
+    std::fs::write(d.path().join("host_vars/cop-worker-9.yml"), "mtu: 9000\n").unwrap();
+    let (code, out, err) = copctl(d.path(), &["inventory", "host", "cop-worker-1"]);
+    assert_eq!((code, out.as_str()), (0, "{}\n"));
+    assert_eq!(
+        err,
+        "warning: group_vars/cop-worker-1.yml is not read: the inventory has no group 'cop-worker-1'; cop-worker-1 is \
+         a host, whose variables go in host_vars/\nwarning: group_vars/wrokers.yml is not read: the inventory has no \
+         group 'wrokers' (did you mean: workers?)\nwarning: host_vars/cop-worker-9.yml is not read: the inventory \
+         has no host 'cop-worker-9' (did you mean: cop-worker-1, cop-worker-2, cop-server-1?)\n"
+    );
+}
+
+#[test]
+fn yaml_inventory_mistakes_name_the_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("inv.ini"), "").unwrap();
+    std::fs::write(
+        d.path().join("hosts.yml"),
+        "all:\n  children:\n    workers:\n      host:\n        w1:\n      hosts:\n        - w2\n",
+    )
+    .unwrap();
+    let (code, out, err) = copctl(d.path(), &["-i", "hosts.yml", "hosts", "all"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "  x hosts.yml:6:7: Invalid \"hosts\" entry for \"workers\" group, requires a dictionary, found a list \
+         instead\n   ,-[hosts.yml:6:7]\n 5 |         w1:\n 6 |       hosts:\n   :       ^^^|^^\n   :          `-- \
+         here\n 7 |         - w2\n   `----\n  help: write hosts: as a mapping, one entry per line (`name:` with no \
+         value is fine)\n\n"
+    );
+    // What Ansible skips with a warning, copctl skips with one too.
+    std::fs::write(d.path().join("hosts.yml"), "all:\n  children:\n    workers:\n      host:\n        w1:\n").unwrap();
+    let (code, out, err) = copctl(d.path(), &["-i", "hosts.yml", "hosts", "all"]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    assert_eq!(
+        err,
+        "warning: hosts.yml:4: key 'host' in group 'workers' is skipped: a group has only vars:, children: and \
+         hosts: (as in Ansible)\nwarning: no hosts matched 'all'\n"
+    );
+}

@@ -14,9 +14,19 @@ use crate::transport::HostKeyPolicy;
 #[derive(Debug, Parser)]
 #[command(name = "copctl", version, about = "Install and operate OPENMARU COP clusters (RKE2, Harbor, GPU Operator)")]
 pub struct Cli {
-    /// Ansible INI inventory.
-    #[arg(short = 'i', long, global = true, default_value = "inventory/inventory.ini", env = "COPCTL_INVENTORY")]
-    pub inventory: PathBuf,
+    /// Inventory source: an INI or YAML file, a directory of them, or a host list 'h1,h2,' (a
+    /// comma in the value); repeat -i to merge several, in order (as Ansible does). The
+    /// group_vars/ and host_vars/ beside each source are read.
+    #[arg(
+        short = 'i',
+        long,
+        global = true,
+        default_value = "inventory/inventory.ini",
+        env = "COPCTL_INVENTORY",
+        action = clap::ArgAction::Append,
+        value_name = "SOURCE"
+    )]
+    pub inventory: Vec<PathBuf>,
     /// Site settings (default: env.yaml beside the inventory, if present).
     #[arg(long, global = true, env = "COPCTL_ENV")]
     pub env: Option<PathBuf>,

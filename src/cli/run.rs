@@ -98,7 +98,7 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
         output: OutputFormat::Human,
         verbose: cli.verbose,
         record_root: PathBuf::from(".copctl"),
-        local_dir: cli.inventory.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+        local_dir: crate::inventory::site_dir(&cli.inventory),
     }
 }
 

@@ -26,7 +26,8 @@ pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
     let opts = cli.ssh_options();
     let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
     // An inventory host keeps its address, port and user unless overridden; an address is used as is.
-    let site = if cli.inventory.exists() { Some(cli.site(&[])?) } else { None };
+    let has_inventory = cli.inventory.iter().all(|p| p.exists() || crate::inventory::is_host_list(p));
+    let site = if has_inventory { Some(cli.site(&[])?) } else { None };
     let spec_of = |name: &str| -> HostSpec {
         let (address, p, u) = match site.as_ref().filter(|s| s.inventory.hosts.contains_key(name)) {
             Some(s) => {
@@ -41,9 +42,11 @@ pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
         let s = site.as_ref().ok_or_else(|| Error::plain("--all needs an inventory (-i)"))?;
         s.inventory
             .hosts
-            .iter()
-            .filter(|(_, h)| !matches!(h.vars.get("ansible_connection").and_then(|v| v.as_str()), Some("local")))
-            .map(|(n, _)| n.clone())
+            .keys()
+            .filter(|n| {
+                !matches!(s.inventory.host_vars(n).get("ansible_connection").and_then(|v| v.as_str()), Some("local"))
+            })
+            .cloned()
             .collect()
     } else {
         vec![

@@ -2,7 +2,7 @@
 //! bare host lines with `key=value` pairs and ranges, `[g]`, `[g:vars]`, `[g:children]` (which
 //! may name groups declared later). Every error names the file and line and what was expected.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use indexmap::IndexMap;
 use regex::Regex;
@@ -29,17 +29,25 @@ struct Pending {
 }
 
 pub fn parse(source: Source) -> Result<Inventory> {
+    let mut inv = Inventory::empty(source.clone());
+    parse_into(&mut inv, &source)?;
+    inv.reconcile();
+    Ok(inv)
+}
+
+/// Reads one INI file into `inv`, which may hold earlier sources already (as Ansible reads
+/// several `-i`): a group they declared counts as declared here. The caller reconciles.
+pub fn parse_into(inv: &mut Inventory, source: &Source) -> Result<()> {
     let text = source.text.clone();
-    let mut inv = Inventory::empty(source);
+    let file: Arc<str> = source.name.as_str().into();
     let mut pending: IndexMap<String, Pending> = IndexMap::new();
     let mut group = "ungrouped".to_string();
     let mut state = State::Hosts;
-    let err = |inv: &Inventory, line: usize, col: usize, msg: String, label: &str, help: &str| -> Error {
-        inv.source.error_at(line, col, 0, msg, label, Some(help.to_string()))
+    let err = |line: usize, col: usize, msg: String, label: &str, help: &str| -> Error {
+        source.error_at(line, col, 0, msg, label, Some(help.to_string()))
     };
     if text.starts_with("$ANSIBLE_VAULT;") {
         return Err(err(
-            &inv,
             1,
             1,
             "this inventory is a vault-encrypted file; copctl does not read vault files as inventory yet".into(),
@@ -62,7 +70,6 @@ pub fn parse(source: Source) -> Result<Inventory> {
                 Some("children") => State::Children,
                 Some(other) => {
                     return Err(err(
-                        &inv,
                         lineno,
                         col,
                         format!("Section [{name}:{other}] has unknown type: {other}"),
@@ -76,15 +83,14 @@ pub fn parse(source: Source) -> Result<Inventory> {
                 if state == State::Vars && !pending.contains_key(&name) {
                     pending.insert(name.clone(), Pending { line: lineno, state, parents: vec![] });
                 }
-                inv.groups.insert(name.clone(), Group::new(&name, lineno));
+                inv.groups.insert(name.clone(), Group::new(&name, &file, lineno));
             }
             if state != State::Vars
                 && let Some(p) = pending.get(&name)
             {
                 match p.state {
-                    State::Children => add_pending_children(&mut inv, &name, &mut pending).map_err(|m| {
-                        err(&inv, lineno, col, m, "creates a loop", "remove one of the :children entries")
-                    })?,
+                    State::Children => add_pending_children(inv, &name, &mut pending)
+                        .map_err(|m| err(lineno, col, m, "creates a loop", "remove one of the :children entries"))?,
                     _ => {
                         pending.shift_remove(&name);
                     }
@@ -95,7 +101,6 @@ pub fn parse(source: Source) -> Result<Inventory> {
         }
         if line.starts_with('[') && line.ends_with(']') {
             return Err(err(
-                &inv,
                 lineno,
                 col,
                 format!("Invalid section entry: '{line}'"),
@@ -104,11 +109,10 @@ pub fn parse(source: Source) -> Result<Inventory> {
             ));
         }
         match state {
-            State::Hosts => host_line(&mut inv, &group, line, lineno, col)?,
+            State::Hosts => host_line(inv, source, &group, line, lineno, col)?,
             State::Vars => {
                 let Some((k, v)) = line.split_once('=') else {
                     return Err(err(
-                        &inv,
                         lineno,
                         col,
                         format!("Expected key=value, got: {line}"),
@@ -116,12 +120,11 @@ pub fn parse(source: Source) -> Result<Inventory> {
                         &format!("lines in [{group}:vars] set one variable each: name=value"),
                     ));
                 };
-                set_group_var(&mut inv, &group, k.trim(), pyliteral::parse_value(v.trim()));
+                set_group_var(inv, &group, k.trim(), pyliteral::parse_value(v.trim()));
             }
             State::Children => {
                 let Some(m) = GROUP_NAME.captures(line) else {
                     return Err(err(
-                        &inv,
                         lineno,
                         col,
                         format!("Expected group name, got: {line}"),
@@ -131,8 +134,8 @@ pub fn parse(source: Source) -> Result<Inventory> {
                 };
                 let child = m[1].to_string();
                 if inv.groups.contains_key(&child) {
-                    add_child_checked(&mut inv, &group, &child)
-                        .map_err(|m| err(&inv, lineno, col, m, "creates a loop", "remove this line"))?;
+                    add_child_checked(inv, &group, &child)
+                        .map_err(|m| err(lineno, col, m, "creates a loop", "remove this line"))?;
                 } else {
                     pending
                         .entry(child)
@@ -158,10 +161,9 @@ pub fn parse(source: Source) -> Result<Inventory> {
                 format!("declare [{name}] (it may come later in the file), or fix the name"),
             ),
         };
-        return Err(inv.source.error_at(line, 1, 0, msg, "undefined group", Some(help)));
+        return Err(source.error_at(line, 1, 0, msg, "undefined group", Some(help)));
     }
-    inv.reconcile();
-    Ok(inv)
+    Ok(())
 }
 
 fn add_pending_children(
@@ -180,7 +182,7 @@ fn add_pending_children(
     Ok(())
 }
 
-fn add_child_checked(inv: &mut Inventory, parent: &str, child: &str) -> std::result::Result<(), String> {
+pub(super) fn add_child_checked(inv: &mut Inventory, parent: &str, child: &str) -> std::result::Result<(), String> {
     if parent == child || inv.ancestors(parent).contains(child) {
         return Err(format!("Adding group '{child}' as child to '{parent}' creates a recursive dependency loop"));
     }
@@ -188,7 +190,7 @@ fn add_child_checked(inv: &mut Inventory, parent: &str, child: &str) -> std::res
     Ok(())
 }
 
-fn set_group_var(inv: &mut Inventory, group: &str, key: &str, value: Value) {
+pub(super) fn set_group_var(inv: &mut Inventory, group: &str, key: &str, value: Value) {
     let g = &mut inv.groups[group];
     if key == "ansible_group_priority" {
         // Ansible turns this variable into the group's priority instead of storing it.
@@ -200,9 +202,9 @@ fn set_group_var(inv: &mut Inventory, group: &str, key: &str, value: Value) {
     g.vars.insert(key.to_string(), value);
 }
 
-fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: usize) -> Result<()> {
+fn host_line(inv: &mut Inventory, source: &Source, group: &str, line: &str, lineno: usize, col: usize) -> Result<()> {
     let tokens = shlex::split(line).map_err(|e| {
-        inv.source.error_at(
+        source.error_at(
             lineno,
             col,
             0,
@@ -217,7 +219,7 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
         None => (first.clone(), None),
     };
     if first.trim().ends_with(':') && port.is_none() {
-        return Err(inv.source.error_at(
+        return Err(source.error_at(
             lineno,
             col,
             first.len(),
@@ -229,7 +231,7 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
     let names = if range::has_range(&pattern) {
         let room = super::MAX_HOSTS - inv.hosts.len();
         range::expand_at_most(&pattern, room).map_err(|m| {
-            inv.source.error_at(
+            source.error_at(
                 lineno,
                 col,
                 first.len(),
@@ -245,7 +247,7 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
     for t in &tokens[1..] {
         let Some((k, v)) = t.split_once('=') else {
             let at = line.find(t.as_str()).map(|i| col + i).unwrap_or(col);
-            return Err(inv.source.error_at(
+            return Err(source.error_at(
                 lineno,
                 at,
                 t.len(),
@@ -257,7 +259,7 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
         vars.push((k.to_string(), pyliteral::parse_value(v)));
     }
     if inv.hosts.len() >= super::MAX_HOSTS && !names.iter().all(|n| inv.hosts.contains_key(n)) {
-        return Err(inv.source.error_at(
+        return Err(source.error_at(
             lineno,
             col,
             first.len(),
@@ -268,13 +270,16 @@ fn host_line(inv: &mut Inventory, group: &str, line: &str, lineno: usize, col: u
     }
     for name in names {
         if name.trim() == "---" {
-            return Err(inv.source.error_at(
+            return Err(source.error_at(
                 lineno,
                 col,
                 3,
                 "Invalid host pattern '---': this looks like a YAML file",
                 "YAML document marker",
-                Some("copctl reads INI inventories; convert the YAML inventory to INI".into()),
+                Some(
+                    "this file is read as INI (as Ansible reads a .ini file): name a YAML inventory .yml or .yaml"
+                        .into(),
+                ),
             ));
         }
         let host = inv.hosts.entry(name.clone()).or_insert_with(|| {

@@ -1,6 +1,8 @@
-//! The inventory: hosts, groups, their relations and variables, loaded from an Ansible INI file.
-//! Ansible's own data model is followed closely (group depth and priority, `all`/`ungrouped`,
-//! host order) because `--limit` and variable precedence depend on it.
+//! The inventory: hosts, groups, their relations and variables, loaded from Ansible inventory
+//! sources (INI and YAML files, directories of them, `h1,h2,` host lists) and the `group_vars/`
+//! and `host_vars/` beside them. Ansible's own data model is followed closely (group depth and
+//! priority, `all`/`ungrouped`, host order, variable precedence) because `--limit` and every
+//! variable a playbook reads depend on it.
 
 mod address;
 mod ini;
@@ -8,6 +10,11 @@ pub mod pattern;
 mod pyliteral;
 pub mod range;
 mod shlex;
+mod source;
+mod var_files;
+mod yaml;
+
+use std::sync::Arc;
 
 use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
@@ -16,6 +23,8 @@ use crate::error::{Result, Source};
 
 pub use address::parse_address;
 pub use pyliteral::parse_value;
+pub use source::{is_host_list, site_dir};
+pub use var_files::VarDir;
 
 pub type Vars = IndexMap<String, Value>;
 
@@ -48,11 +57,13 @@ pub struct Group {
     pub depth: usize,
     /// `ansible_group_priority`: among groups of equal depth, higher priority wins.
     pub priority: i64,
+    /// The inventory file that declared the group first, and the line (0: `all`, `ungrouped`).
+    pub file: Arc<str>,
     pub line: usize,
 }
 
 impl Group {
-    fn new(name: &str, line: usize) -> Self {
+    fn new(name: &str, file: &Arc<str>, line: usize) -> Self {
         Group {
             name: name.to_string(),
             hosts: vec![],
@@ -61,6 +72,7 @@ impl Group {
             vars: Vars::new(),
             depth: 0,
             priority: 1,
+            file: file.clone(),
             line,
         }
     }
@@ -68,40 +80,76 @@ impl Group {
 
 #[derive(Debug, Clone)]
 pub struct Inventory {
+    /// What the inventory was read from, as the user named it (`-i` values, comma-separated):
+    /// messages say "in {source.name}".
     pub source: Source,
     pub hosts: IndexMap<String, Host>,
     pub groups: IndexMap<String, Group>,
+    /// `group_vars/` and `host_vars/` beside each inventory source, in `-i` order.
+    pub var_dirs: Vec<Arc<VarDir>>,
+    /// What was read and is not used, said once when the site loads (files for unknown groups,
+    /// keys Ansible skips): Ansible ignores these silently, copctl does not.
+    pub warnings: Vec<String>,
+}
+
+/// One layer of a host's variables (see `Inventory::layers`).
+struct Layer<'a> {
+    /// Layers of one tier tie when their groups have equal depth and priority.
+    tier: usize,
+    group: Option<&'a Group>,
+    vars: &'a Vars,
+    /// The variable file layer's files (`None`: the inventory file).
+    files: Option<&'a var_files::VarLayer>,
 }
 
 impl Inventory {
-    /// Parses an INI inventory.
+    /// Parses an INI inventory (no files beside it are read).
     pub fn parse(source: Source) -> Result<Inventory> {
         ini::parse(source)
     }
 
+    /// One inventory source (a file, a directory, or a `h1,h2,` host list) with the
+    /// `group_vars/` and `host_vars/` beside it.
     pub fn load(path: &std::path::Path) -> Result<Inventory> {
-        if let Ok(meta) = std::fs::metadata(path)
-            && meta.is_file()
-            && meta.len() > MAX_INVENTORY_BYTES
-        {
-            return Err(crate::error::Error::with_help(
-                format!(
-                    "{}: the inventory is {} bytes; copctl reads inventories of at most {MAX_INVENTORY_BYTES} bytes",
-                    path.display(),
-                    meta.len()
-                ),
-                format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
-            ));
-        }
-        Inventory::parse(crate::error::read_source(path)?)
+        Inventory::load_sources(&[path.to_path_buf()], &[])
+    }
+
+    /// The sources of `-i`, merged in order as Ansible merges them, then the `group_vars/` and
+    /// `host_vars/` beside each. `site_files` are copctl's own files, skipped where a directory
+    /// source holds them (env.yaml, playbooks/, templates/: they are no inventory).
+    pub fn load_sources(sources: &[std::path::PathBuf], site_files: &[std::path::PathBuf]) -> Result<Inventory> {
+        source::load(sources, site_files)
     }
 
     fn empty(source: Source) -> Self {
-        let mut inv = Inventory { source, hosts: IndexMap::new(), groups: IndexMap::new() };
-        inv.groups.insert("all".into(), Group::new("all", 0));
-        inv.groups.insert("ungrouped".into(), Group::new("ungrouped", 0));
+        let mut inv = Inventory {
+            source,
+            hosts: IndexMap::new(),
+            groups: IndexMap::new(),
+            var_dirs: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let none: Arc<str> = "".into();
+        inv.groups.insert("all".into(), Group::new("all", &none, 0));
+        inv.groups.insert("ungrouped".into(), Group::new("ungrouped", &none, 0));
         inv.add_child("all", "ungrouped");
         inv
+    }
+
+    /// Ansible's `add_host`: the host is created on its first appearance (with the port, if
+    /// any: later ports are ignored, as in Ansible), then added to `group`.
+    fn add_host(&mut self, name: &str, group: &str, port: Option<u16>, line: usize) {
+        let host = self.hosts.entry(name.to_string()).or_insert_with(|| {
+            let mut vars = Vars::new();
+            if let Some(p) = port {
+                vars.insert("ansible_port".into(), Value::from(p));
+            }
+            Host { name: name.to_string(), vars, groups: vec![], line }
+        });
+        if !host.groups.iter().any(|g| g == group) {
+            host.groups.push(group.to_string());
+            self.groups[group].hosts.push(name.to_string());
+        }
     }
 
     fn add_child(&mut self, parent: &str, child: &str) {
@@ -198,58 +246,106 @@ impl Inventory {
     /// The host's variables as `ansible-inventory --list` and `--host` print them: a bytes
     /// literal stays `{"__ansible_unsafe": "text"}`, Ansible's mark for a value never templated.
     pub fn listed_host_vars(&self, host: &str) -> Vars {
-        let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
-        groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
         let mut out = Vars::new();
-        for g in groups {
-            for (k, v) in &g.vars {
+        for layer in self.layers(host) {
+            for (k, v) in layer.vars {
                 out.insert(k.clone(), v.clone());
             }
         }
-        for (k, v) in &self.hosts[host].vars {
-            out.insert(k.clone(), v.clone());
+        out
+    }
+
+    /// A host's variable layers, lowest precedence first, as Ansible's `VariableManager` merges
+    /// them (its `VARIABLE_PRECEDENCE` default): the inventory files' `all` vars, then their
+    /// group vars by (depth, priority, name); `group_vars/all` beside each source in `-i` order;
+    /// `group_vars/<group>` beside each source, groups in the same order; the inventory files'
+    /// host vars; `host_vars/<host>` beside each source.
+    fn layers(&self, host: &str) -> Vec<Layer<'_>> {
+        let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
+        groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
+        let mut out: Vec<Layer<'_>> =
+            groups.iter().map(|g| Layer { tier: 0, group: Some(g), vars: &g.vars, files: None }).collect();
+        let all = &self.groups["all"];
+        for d in &self.var_dirs {
+            if let Some(l) = d.groups.get("all") {
+                out.push(Layer { tier: 1, group: Some(all), vars: &l.vars, files: Some(l) });
+            }
+        }
+        for (i, d) in self.var_dirs.iter().enumerate() {
+            for g in groups.iter().filter(|g| g.name != "all") {
+                if let Some(l) = d.groups.get(&g.name) {
+                    out.push(Layer { tier: 2 + i, group: Some(g), vars: &l.vars, files: Some(l) });
+                }
+            }
+        }
+        out.push(Layer { tier: usize::MAX, group: None, vars: &self.hosts[host].vars, files: None });
+        for d in &self.var_dirs {
+            if let Some(l) = d.hosts.get(host) {
+                out.push(Layer { tier: usize::MAX, group: None, vars: &l.vars, files: Some(l) });
+            }
         }
         out
     }
 
     /// Variables a host gets from two groups of the same depth and priority with different
-    /// values: Ansible picks the group later by name, which is rarely what the operator meant.
-    /// One message per variable and pair of groups, naming the hosts and where the groups are.
+    /// values (in the inventory files, or in the group_vars/ files beside one source): Ansible
+    /// picks the group later by name, which is rarely what the operator meant. Only a tie that
+    /// decides the host's value counts (a deeper group or the host setting it settles it). One
+    /// message per variable and pair of groups, naming the hosts and where the values are set.
     pub fn var_conflicts<'a>(&self, hosts: impl IntoIterator<Item = &'a String>) -> Vec<String> {
-        let mut found: IndexMap<(String, String, String), Vec<String>> = IndexMap::new();
+        let mut found: IndexMap<(String, String, String), (String, String, Vec<String>)> = IndexMap::new();
         for host in hosts {
-            let Some(h) = self.hosts.get(host) else { continue };
-            let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
-            groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
-            for (i, a) in groups.iter().enumerate() {
-                for b in &groups[i + 1..] {
-                    if (a.depth, a.priority) != (b.depth, b.priority) {
+            if !self.hosts.contains_key(host) {
+                continue;
+            }
+            let layers = self.layers(host);
+            let mut winner: IndexMap<&str, usize> = IndexMap::new();
+            for (i, l) in layers.iter().enumerate() {
+                for k in l.vars.keys() {
+                    winner.insert(k, i);
+                }
+            }
+            for (k, &wi) in &winner {
+                let w = &layers[wi];
+                let Some(wg) = w.group else { continue };
+                for l in &layers[..wi] {
+                    let Some(g) = l.group else { continue };
+                    if l.tier != w.tier || g.name == wg.name || (g.depth, g.priority) != (wg.depth, wg.priority) {
                         continue;
                     }
-                    for (k, va) in &a.vars {
-                        if b.vars.get(k).is_some_and(|vb| vb != va) && !h.vars.contains_key(k) {
-                            found.entry((k.clone(), a.name.clone(), b.name.clone())).or_default().push(host.clone());
-                        }
+                    if l.vars.get(*k).is_some_and(|v| Some(v) != w.vars.get(*k)) {
+                        found
+                            .entry((k.to_string(), g.name.clone(), wg.name.clone()))
+                            .or_insert_with(|| (Self::origin(l, k), Self::origin(w, k), vec![]))
+                            .2
+                            .push(host.clone());
                     }
                 }
             }
         }
-        let file = &self.source.name;
         found
             .into_iter()
-            .map(|((var, a, b), hosts)| {
+            .map(|((var, a, b), (at_a, at_b, hosts))| {
                 let shown: Vec<&str> = hosts.iter().take(5).map(String::as_str).collect();
                 let more = if hosts.len() > 5 { format!(" and {} more", hosts.len() - 5) } else { String::new() };
                 format!(
-                    "{var} differs between groups {a} ({file}:{}) and {b} ({file}:{}), which are of equal depth and \
+                    "{var} differs between groups {a} ({at_a}) and {b} ({at_b}), which are of equal depth and \
                      priority: {b} wins for {}{more} (Ansible takes the later name); set ansible_group_priority, or set \
                      {var} on the host, to say which should win",
-                    self.groups[&a].line,
-                    self.groups[&b].line,
                     shown.join(", ")
                 )
             })
             .collect()
+    }
+
+    /// Where a layer sets `var`: `file:line` of the group in an inventory file, or the
+    /// group_vars/ file.
+    fn origin(layer: &Layer<'_>, var: &str) -> String {
+        match (layer.files, layer.group) {
+            (Some(f), _) => f.file_of(var).to_string(),
+            (None, Some(g)) => format!("{}:{}", g.file, g.line),
+            (None, None) => String::new(),
+        }
     }
 
     /// The group and the groups below it in Ansible's order (`get_descendants` with ordering

@@ -1,7 +1,7 @@
 """Oracle for host patterns: Ansible's own InventoryManager, as `ansible PATTERN --limit L
 --list-hosts` uses it (CLI.get_host_list, and the ad-hoc CLI's handling of its errors). Reads
 [[pattern, limit|null], ...] as JSON on stdin, prints a JSON list of host lists (or {"error": ...})
-in the same order."""
+in the same order. Every argument is an inventory source, read in order as `-i` reads them."""
 import json
 import sys
 
@@ -11,7 +11,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.utils.display import Display
 
 Display().verbosity = 0
-inv = InventoryManager(loader=DataLoader(), sources=[sys.argv[1]])
+inv = InventoryManager(loader=DataLoader(), sources=sys.argv[1:])
 empty_inventory = not inv.list_hosts()
 out = []
 for pattern, limit in json.load(sys.stdin):

@@ -1,0 +1,266 @@
+//! The YAML inventory format, as `ansible.plugins.inventory.yaml` reads it: top-level keys are
+//! groups; a group has `hosts:` (host patterns, ranges allowed, each with its variables),
+//! `vars:` and `children:` (groups, recursively); a string stands for a one-entry mapping.
+//! Where Ansible skips a key with a warning, copctl warns too, naming the line.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{Group, Inventory, MAX_HOSTS, address, ini, range, source::kind};
+use crate::error::{Error, Result, Source};
+
+struct Reader<'a> {
+    source: &'a Source,
+    file: Arc<str>,
+}
+
+pub fn parse_into(inv: &mut Inventory, source: &Source, data: Map<String, Value>) -> Result<()> {
+    if data.get("plugin").is_some_and(truthy) {
+        return Err(source.error_at(
+            line_of(&source.text, "plugin", 1),
+            1,
+            0,
+            "this is an inventory plugin configuration (plugin:), not a YAML inventory; copctl does not run inventory plugins",
+            "plugin configuration",
+            Some(
+                "save what the plugin gives as a YAML inventory: ansible-inventory -i FILE --list --yaml > hosts.yml".into(),
+            ),
+        ));
+    }
+    let r = Reader { source, file: source.name.as_str().into() };
+    for (name, value) in &data {
+        let line = line_of(&source.text, name, 1);
+        r.group(inv, name, value, line)?;
+    }
+    Ok(())
+}
+
+/// Python's truth of a value (`data.get('plugin')`).
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+    }
+}
+
+/// The line of `key:` at or after `from` (1-based): where a key of the parsed mapping is, for
+/// messages. The first line that starts (after indentation) with the key, quoted or not.
+fn line_of(text: &str, key: &str, from: usize) -> usize {
+    locate(text, key, from).0
+}
+
+/// `line_of` with the key's column.
+fn locate(text: &str, key: &str, from: usize) -> (usize, usize) {
+    let forms = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':"), format!("- {key}")];
+    text.lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .find(|(_, l)| {
+            let t = l.trim_start();
+            forms.iter().any(|f| t.starts_with(f.as_str())) || t == key
+        })
+        .map(|(i, l)| (i + 1, l.len() - l.trim_start().len() + 1))
+        .unwrap_or((from, 1))
+}
+
+impl Reader<'_> {
+    fn warn(&self, inv: &mut Inventory, line: usize, msg: String) {
+        inv.warnings.push(format!("{}:{line}: {msg}", self.source.name));
+    }
+
+    /// An error at the line of `key` (at or after `line`), underlining from the key on.
+    fn error(&self, key: &str, line: usize, msg: String, help: &str) -> Error {
+        let (line, col) = locate(&self.source.text, key, line);
+        self.source.error_at(line, col, 0, msg, "here", Some(help.to_string()))
+    }
+
+    /// `_parse_group`: returns the group's name, or `None` where the value is no group
+    /// definition (Ansible warns and goes on).
+    fn group(&self, inv: &mut Inventory, name: &str, data: &Value, line: usize) -> Result<Option<String>> {
+        let map = match data {
+            Value::Object(m) => Some(m),
+            Value::Null => None,
+            other => {
+                self.warn(
+                    inv,
+                    line,
+                    format!(
+                        "'{name}' is skipped: it is {}, not a group definition (hosts:, vars:, children:)",
+                        kind(other)
+                    ),
+                );
+                return Ok(None);
+            }
+        };
+        if name.is_empty() {
+            return Err(self.error(name, line, "a group name is empty".into(), "name the group"));
+        }
+        if !inv.groups.contains_key(name) {
+            inv.groups.insert(name.to_string(), Group::new(name, &self.file, line));
+        }
+        let Some(map) = map else { return Ok(Some(name.to_string())) };
+        // A string stands for a mapping of one key with no value (`hosts: web1`).
+        let section = |key: &str| -> Result<Option<Map<String, Value>>> {
+            match map.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(Map::from_iter([(s.clone(), Value::Null)]))),
+                Some(Value::Object(m)) => Ok(Some(m.clone())),
+                Some(other) => Err(self.error(
+                    key,
+                    line,
+                    format!(
+                        "Invalid \"{key}\" entry for \"{name}\" group, requires a dictionary, found {} instead",
+                        kind(other)
+                    ),
+                    &format!("write {key}: as a mapping, one entry per line (`name:` with no value is fine)"),
+                )),
+            }
+        };
+        let (vars, children, hosts) = (section("vars")?, section("children")?, section("hosts")?);
+        for (key, value) in map {
+            let at = line_of(&self.source.text, key, line);
+            match value {
+                Value::Null => continue,
+                Value::Object(_) | Value::String(_) if ["vars", "children", "hosts"].contains(&key.as_str()) => {}
+                Value::Object(_) => {
+                    self.warn(
+                        inv,
+                        at,
+                        format!(
+                            "key '{key}' in group '{name}' is skipped: a group has only vars:, children: and hosts: (as in Ansible)"
+                        ),
+                    );
+                    continue;
+                }
+                other => {
+                    self.warn(
+                        inv,
+                        at,
+                        format!(
+                            "key '{key}' in group '{name}' is skipped: it is {}, not a mapping (as in Ansible)",
+                            kind(other)
+                        ),
+                    );
+                    continue;
+                }
+            }
+            match key.as_str() {
+                "vars" => {
+                    for (k, v) in vars.iter().flatten() {
+                        self.group_var(inv, name, k, v, at)?;
+                    }
+                }
+                "children" => {
+                    for (child, cdata) in children.iter().flatten() {
+                        let cline = line_of(&self.source.text, child, at);
+                        let Some(child) = self.group(inv, child, cdata, cline)? else {
+                            // Ansible adds the name as a child anyway: a host of that name joins
+                            // the group, anything else is an error.
+                            if inv.hosts.contains_key(child) {
+                                inv.add_host(child, name, None, cline);
+                                continue;
+                            }
+                            return Err(self.error(
+                                child,
+                                cline,
+                                format!("{child} is not a known host nor group"),
+                                "a child is a group: write it as `name:` with a mapping or nothing after it",
+                            ));
+                        };
+                        ini::add_child_checked(inv, name, &child)
+                            .map_err(|m| self.error(&child, cline, m, "remove the child entry that closes the loop"))?;
+                    }
+                }
+                "hosts" => {
+                    for (pattern, hvars) in hosts.iter().flatten() {
+                        let hline = line_of(&self.source.text, pattern, at);
+                        self.hosts(inv, name, pattern, hvars, hline)?;
+                    }
+                }
+                _ => unreachable!("only the sections reach here"),
+            }
+        }
+        Ok(Some(name.to_string()))
+    }
+
+    fn group_var(&self, inv: &mut Inventory, group: &str, key: &str, value: &Value, line: usize) -> Result<()> {
+        if key == "ansible_group_priority" {
+            // Ansible's `int(value)`: a number or a numeric string, else the file fails.
+            let p = match value {
+                Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+                Value::String(s) => s.trim().parse::<i64>().ok(),
+                Value::Bool(b) => Some(i64::from(*b)),
+                _ => None,
+            };
+            let Some(p) = p else {
+                return Err(self.error(
+                    key,
+                    line,
+                    format!("ansible_group_priority of group '{group}' must be an integer, not {}", kind(value)),
+                    "e.g. ansible_group_priority: 10 (higher wins among groups of equal depth)",
+                ));
+            };
+            inv.groups[group].priority = p;
+            return Ok(());
+        }
+        inv.groups[group].vars.insert(key.to_string(), value.clone());
+        Ok(())
+    }
+
+    /// One `hosts:` entry: a host pattern (`web[01:10]`, `host:port`) and its variables.
+    fn hosts(&self, inv: &mut Inventory, group: &str, pattern: &str, vars: &Value, line: usize) -> Result<()> {
+        let vars = match vars {
+            Value::Null => Map::new(),
+            Value::Object(m) => m.clone(),
+            other => {
+                return Err(self.error(
+                    pattern,
+                    line,
+                    format!(
+                        "host '{pattern}' in group '{group}': its variables must be a mapping, not {}",
+                        kind(other)
+                    ),
+                    "write `host:` with nothing after it, or with `name: value` lines below it",
+                ));
+            }
+        };
+        let (name, port) = match address::parse_address(pattern) {
+            Some((h, p)) => (h, p),
+            None => (pattern.to_string(), None),
+        };
+        let names = if range::has_range(&name) {
+            let room = MAX_HOSTS - inv.hosts.len();
+            range::expand_at_most(&name, room).map_err(|m| {
+                self.error(
+                    pattern,
+                    line,
+                    format!("bad host range: {m}"),
+                    "ranges are [01:20] (zero-padded: equal widths), [a:f], or [1:10:2]",
+                )
+            })?
+        } else {
+            vec![name]
+        };
+        if inv.hosts.len() >= MAX_HOSTS && !names.iter().all(|n| inv.hosts.contains_key(n)) {
+            return Err(self.error(
+                pattern,
+                line,
+                format!("the inventory holds more than {MAX_HOSTS} hosts"),
+                &format!("copctl reads at most {MAX_HOSTS} hosts per inventory"),
+            ));
+        }
+        for n in names {
+            inv.add_host(&n, group, port, line);
+            let host = &mut inv.hosts[&n];
+            for (k, v) in &vars {
+                host.vars.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(())
+    }
+}
