@@ -34,18 +34,14 @@ pub fn is_host_list(source: &Path) -> bool {
 
 /// The site directory: where env.yaml, playbooks/ and templates/ are looked for. Ansible's
 /// `basedir` of the first source that is a path: a directory itself, a file's directory; the
-/// current directory for host lists only.
+/// current directory (an empty path: names stay relative, `playbooks/x.yaml`) for host lists
+/// only.
 pub fn site_dir(sources: &[PathBuf]) -> PathBuf {
-    for s in sources.iter().filter(|s| !is_host_list(s)) {
-        if s.is_dir() {
-            return s.clone();
-        }
-        return match s.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+    match sources.iter().find(|s| !is_host_list(s)) {
+        Some(s) if s.is_dir() => s.clone(),
+        Some(s) => s.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => PathBuf::new(),
     }
-    PathBuf::from(".")
 }
 
 /// Python's `os.path.splitext(name)[1]`: the last `.suffix`, none for a leading-dot-only name.
@@ -77,13 +73,13 @@ pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
             parse_dir(&mut inv, s, &skip, &mut warnings)?;
             bases.push(s.clone());
         } else {
-            parse_file(&mut inv, s)?;
+            let source = parse_file(&mut inv, s)?;
+            if sources.len() == 1 {
+                // One file: the inventory is that file (messages name it, as before).
+                inv.source = source;
+            }
             bases.push(s.parent().map(Path::to_path_buf).unwrap_or_default());
         }
-    }
-    if sources.len() == 1 && bases.len() == 1 && !sources[0].is_dir() {
-        // One file: messages quote it as before (`matches no host in inventory.ini`).
-        inv.source = read_source(&sources[0])?;
     }
     inv.reconcile();
     // The same directory twice (`-i inv/a.ini -i inv/b.ini`) is read once, and applied at each
@@ -160,8 +156,8 @@ fn parse_dir(inv: &mut Inventory, dir: &Path, skip: &[PathBuf], warnings: &mut V
     Ok(())
 }
 
-/// One inventory file: YAML where Ansible's `yaml` plugin takes it, else INI.
-fn parse_file(inv: &mut Inventory, path: &Path) -> Result<()> {
+/// One inventory file: YAML where Ansible's `yaml` plugin takes it, else INI. Returns the file.
+fn parse_file(inv: &mut Inventory, path: &Path) -> Result<Source> {
     if let Ok(meta) = std::fs::metadata(path)
         && meta.len() > MAX_INVENTORY_BYTES
     {
@@ -198,9 +194,10 @@ fn parse_file(inv: &mut Inventory, path: &Path) -> Result<()> {
     }
     let mut yaml_error = None;
     if ext.is_empty() || YAML_EXTS.contains(&ext) {
-        match crate::yaml::parse_ansible::<Value>(&source) {
+        match super::yaml::load(&source) {
             Ok(Value::Object(map)) if !map.is_empty() => {
-                return super::yaml::parse_into(inv, &source, map);
+                super::yaml::parse_into(inv, &source, map)?;
+                return Ok(source);
             }
             // Empty, or no mapping: Ansible's yaml plugin declines and the INI plugin reads it.
             Ok(other) => {
@@ -222,7 +219,7 @@ fn parse_file(inv: &mut Inventory, path: &Path) -> Result<()> {
         }
     }
     match ini::parse_into(inv, &source) {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(source),
         // A .yml file that is no INI either: its YAML error is the one that helps. A file
         // without extension that starts as YAML likewise.
         Err(ini_error) => match yaml_error {

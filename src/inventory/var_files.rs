@@ -259,7 +259,7 @@ fn read_file(path: &Path, layer: &mut VarLayer) -> Result<()> {
             )),
         ));
     }
-    let value: Value = crate::yaml::parse_ansible(&source)?;
+    let value = super::yaml::load(&source)?;
     let map = match value {
         Value::Null => return Ok(()),
         Value::Object(m) => m,

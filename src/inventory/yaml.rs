@@ -264,3 +264,93 @@ impl Reader<'_> {
         Ok(())
     }
 }
+
+/// A YAML file Ansible reads (an inventory, a group_vars/ or host_vars/ file) as a JSON value,
+/// with Ansible's tags: `!unsafe` text is kept as Ansible marks it (`{"__ansible_unsafe": ..}`,
+/// never templated), and an inline `!vault` value is an error at its line (not decrypted yet).
+pub(super) fn load(source: &Source) -> Result<Value> {
+    crate::yaml::parse_ansible::<Node>(source).map(|n| n.0)
+}
+
+struct Node(Value);
+
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let serde_saphyr::Tagged(Plain(v), tag) = serde_saphyr::Tagged::<Plain>::deserialize(d)?;
+        match tag.as_deref() {
+            Some("!unsafe") => {
+                let text = match v {
+                    Value::String(s) => s,
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                Ok(Node(Value::Object(Map::from_iter([("__ansible_unsafe".to_string(), Value::String(text))]))))
+            }
+            Some("!vault") => Err(serde::de::Error::custom(
+                "an inline !vault value: copctl does not decrypt vault values yet (decrypt it with ansible-vault, \
+                 or move the secret to env.yaml)",
+            )),
+            _ => Ok(Node(v)),
+        }
+    }
+}
+
+/// A YAML node without its tag, its children tagged again.
+struct Plain(Value);
+
+impl<'de> serde::Deserialize<'de> for Plain {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(PlainVisitor).map(Plain)
+    }
+}
+
+struct PlainVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PlainVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        serde::Deserialize::deserialize(d).map(|n: Node| n.0)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Node(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some((k, Node(v))) = map.next_entry::<String, Node>()? {
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
+}

@@ -101,10 +101,11 @@ fn graph_group(inv: &Inventory, name: &str, depth: usize, lines: &mut Vec<String
     }
 }
 
-/// `ansible-inventory --host NAME`: the host's merged variables.
+/// `ansible-inventory --host NAME`: the host's merged variables. Unlike `--list`, Ansible prints
+/// unsafe text here unmarked (its encoder marks trust under `_meta.hostvars` only).
 pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
     inv.hosts.get(host)?;
-    let mut v = Value::Object(inv.listed_host_vars(host).into_iter().collect());
+    let mut v = Value::Object(inv.host_vars(host).into_iter().collect());
     mask_secret_values(&mut v);
     Some(v)
 }

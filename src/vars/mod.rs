@@ -1,6 +1,8 @@
-//! Variables and their precedence (lowest → highest): playbook `vars` < env.yaml < inventory
-//! `[all:vars]` < group vars (parent < child) < host vars < registered results < `-e` extra vars.
-//! Merging is shallow (a later layer replaces a whole key), as Ansible's default.
+//! Variables and their precedence (lowest → highest): playbook `vars` < env.yaml < the inventory's
+//! (`Inventory::host_vars`, in Ansible's order: inventory `[all:vars]` < group vars (parent <
+//! child) < `group_vars/all` < `group_vars/<group>` < inventory host vars < `host_vars/<host>`) <
+//! registered results < `-e` extra vars. env.yaml, copctl's own site file, is below every layer an
+//! Ansible site sets. Merging is shallow (a later layer replaces a whole key), as Ansible's default.
 
 pub mod secret;
 
@@ -128,8 +130,8 @@ impl Layers {
         out
     }
 
-    /// A host's full variables: playbook < env < inventory (all < groups < host) < registered
-    /// < extra.
+    /// A host's full variables: playbook < env < inventory (all < groups < group_vars/ files <
+    /// host < host_vars/ files, merged by `Inventory::host_vars`) < registered < extra.
     pub fn for_host(&self, inventory_vars: &Vars, registered: Option<&IndexMap<String, Value>>) -> Vars {
         let mut out = self.playbook.clone();
         out.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
