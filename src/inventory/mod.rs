@@ -109,9 +109,14 @@ impl Inventory {
     }
 
     /// One inventory source (a file, a directory, or a `h1,h2,` host list) with the
-    /// `group_vars/` and `host_vars/` beside it.
+    /// `group_vars/` and `host_vars/` beside it; a site's own files in its directory (env.yaml,
+    /// playbooks/, templates/, files/) are no inventory.
     pub fn load(path: &std::path::Path) -> Result<Inventory> {
-        Inventory::load_sources(&[path.to_path_buf()], &[])
+        let sources = [path.to_path_buf()];
+        let base = site_dir(&sources);
+        let own: Vec<std::path::PathBuf> =
+            ["env.yaml", "playbooks", "templates", "files"].iter().map(|n| base.join(n)).collect();
+        Inventory::load_sources(&sources, &own)
     }
 
     /// The sources of `-i`, merged in order as Ansible merges them, then the `group_vars/` and
@@ -293,7 +298,9 @@ impl Inventory {
     /// decides the host's value counts (a deeper group or the host setting it settles it). One
     /// message per variable and pair of groups, naming the hosts and where the values are set.
     pub fn var_conflicts<'a>(&self, hosts: impl IntoIterator<Item = &'a String>) -> Vec<String> {
-        let mut found: IndexMap<(String, String, String), (String, String, Vec<String>)> = IndexMap::new();
+        // (variable, losing group, winning group) → (where each sets it, the hosts).
+        type Tie = (String, String, String);
+        let mut found: IndexMap<Tie, (String, String, Vec<String>)> = IndexMap::new();
         for host in hosts {
             if !self.hosts.contains_key(host) {
                 continue;

@@ -60,7 +60,7 @@ pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
     let mut warnings = Vec::new();
     for s in sources {
         if is_host_list(s) {
-            host_list(&mut inv, &s.to_string_lossy());
+            host_list(&mut inv, &s.to_string_lossy())?;
             continue;
         }
         let meta = std::fs::metadata(s).map_err(|e| {
@@ -105,17 +105,23 @@ pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
 
 /// Ansible's `host_list` plugin: comma-separated names, each with an optional `:port`, added to
 /// `ungrouped` unless already known.
-fn host_list(inv: &mut Inventory, list: &str) {
+fn host_list(inv: &mut Inventory, list: &str) -> Result<()> {
     for h in list.split(',').map(str::trim).filter(|h| !h.is_empty()) {
         // `parse_address(h, allow_ranges=False)`: a range is no address, so the text stays whole.
         let (host, port) = match address::parse_address(h) {
             Some((host, port)) if !range::has_range(&host) => (host, port),
             _ => (h.to_string(), None),
         };
-        if !inv.hosts.contains_key(&host) && inv.hosts.len() < MAX_HOSTS {
+        if !inv.hosts.contains_key(&host) {
+            if inv.hosts.len() >= MAX_HOSTS {
+                return Err(Error::plain(format!(
+                    "the inventory holds more than {MAX_HOSTS} hosts (host list at {h})"
+                )));
+            }
             inv.add_host(&host, "ungrouped", port, 0);
         }
     }
+    Ok(())
 }
 
 /// Every inventory file under `dir`, in sorted order, recursively, as `parse_source` walks it.
