@@ -71,33 +71,39 @@ fn ansible_vault_encrypts_copctl_decrypts() {
         ("block", vec![b'x'; 16]),
         ("binary-3MiB", random_bytes(3 << 20, 7)),
     ];
-    for (i, pw) in PASSWORDS.iter().enumerate() {
-        let pw_file = d.write(&format!("pw{i}"), pw);
-        let secrets = from_file(&pw_file);
-        for (name, plain) in &plaintexts {
-            // The big one once, the others with every password.
-            if name.starts_with("binary") && i > 1 {
-                continue;
-            }
-            let f = d.write(&format!("{name}-{i}"), plain);
-            let label = format!("lab{i}");
-            let (flag, expect_header) = if i % 2 == 0 {
-                (format!("--vault-password-file={}", s(&pw_file)), "$ANSIBLE_VAULT;1.1;AES256\n".to_string())
-            } else {
-                (format!("--vault-id={label}@{}", s(&pw_file)), format!("$ANSIBLE_VAULT;1.2;AES256;{label}\n"))
-            };
-            ok(ansible_vault(&["encrypt", &flag, s(&f)]));
-            let vaulted = std::fs::read(&f).unwrap();
-            assert!(
-                vaulted.starts_with(expect_header.as_bytes()),
-                "{name}: {}",
-                String::from_utf8_lossy(&vaulted[..40])
-            );
-            assert!(vault::is_vaulted(&vaulted));
-            let got = secrets.decrypt_file(&f).unwrap().expect("vaulted");
-            assert!(got[..] == plain[..], "{name} with password #{i}: plaintext differs");
+    // One thread per password: each ansible-vault run is mostly Python starting up.
+    std::thread::scope(|scope| {
+        for (i, pw) in PASSWORDS.iter().enumerate() {
+            let (d, plaintexts) = (&d, &plaintexts);
+            scope.spawn(move || {
+                let pw_file = d.write(&format!("pw{i}"), pw);
+                let secrets = from_file(&pw_file);
+                for (name, plain) in plaintexts {
+                    // The big one once, the others with every password.
+                    if name.starts_with("binary") && i > 1 {
+                        continue;
+                    }
+                    let f = d.write(&format!("{name}-{i}"), plain);
+                    let label = format!("lab{i}");
+                    let (flag, expect_header) = if i % 2 == 0 {
+                        (format!("--vault-password-file={}", s(&pw_file)), "$ANSIBLE_VAULT;1.1;AES256\n".to_string())
+                    } else {
+                        (format!("--vault-id={label}@{}", s(&pw_file)), format!("$ANSIBLE_VAULT;1.2;AES256;{label}\n"))
+                    };
+                    ok(ansible_vault(&["encrypt", &flag, s(&f)]));
+                    let vaulted = std::fs::read(&f).unwrap();
+                    assert!(
+                        vaulted.starts_with(expect_header.as_bytes()),
+                        "{name}: {}",
+                        String::from_utf8_lossy(&vaulted[..40])
+                    );
+                    assert!(vault::is_vaulted(&vaulted));
+                    let got = secrets.decrypt_file(&f).unwrap().expect("vaulted");
+                    assert!(got[..] == plain[..], "{name} with password #{i}: plaintext differs");
+                }
+            });
         }
-    }
+    });
 }
 
 #[test]
@@ -105,29 +111,34 @@ fn copctl_encrypts_ansible_vault_decrypts() {
     let d = Dir::new();
     let plaintexts: Vec<Vec<u8>> =
         vec![vec![], b"a: 1\n".to_vec(), "ünï \"q\" 'q'\n\n".as_bytes().to_vec(), random_bytes(2 << 20, 11)];
-    for (i, pw) in PASSWORDS.iter().enumerate() {
-        let pw_file = d.write(&format!("pw{i}"), pw);
-        let (label, secret) = {
-            let all = from_file(&pw_file);
-            let (l, s) = all.encrypt_secret(None).unwrap();
-            (l.to_string(), s.clone())
-        };
-        assert_eq!(label, "default");
-        for (j, plain) in plaintexts.iter().enumerate() {
-            if j == 3 && i > 0 {
-                continue;
-            }
-            let vault_id = (i % 2 == 1).then(|| format!("id{i}"));
-            let text = vault::encrypt(plain, &secret, vault_id.as_deref()).unwrap();
-            let f = d.write(&format!("c{i}-{j}"), &text);
-            let flag = match &vault_id {
-                Some(id) => format!("--vault-id={id}@{}", s(&pw_file)),
-                None => format!("--vault-password-file={}", s(&pw_file)),
-            };
-            let out = ok(ansible_vault(&["decrypt", &flag, "--output", "-", s(&f)]));
-            assert!(out == *plain, "plaintext #{j} with password #{i} differs after ansible-vault decrypt");
+    std::thread::scope(|scope| {
+        for (i, pw) in PASSWORDS.iter().enumerate() {
+            let (d, plaintexts) = (&d, &plaintexts);
+            scope.spawn(move || {
+                let pw_file = d.write(&format!("pw{i}"), pw);
+                let (label, secret) = {
+                    let all = from_file(&pw_file);
+                    let (l, s) = all.encrypt_secret(None).unwrap();
+                    (l.to_string(), s.clone())
+                };
+                assert_eq!(label, "default");
+                for (j, plain) in plaintexts.iter().enumerate() {
+                    if j == 3 && i > 0 {
+                        continue;
+                    }
+                    let vault_id = (i % 2 == 1).then(|| format!("id{i}"));
+                    let text = vault::encrypt(plain, &secret, vault_id.as_deref()).unwrap();
+                    let f = d.write(&format!("c{i}-{j}"), &text);
+                    let flag = match &vault_id {
+                        Some(id) => format!("--vault-id={id}@{}", s(&pw_file)),
+                        None => format!("--vault-password-file={}", s(&pw_file)),
+                    };
+                    let out = ok(ansible_vault(&["decrypt", &flag, "--output", "-", s(&f)]));
+                    assert!(out == *plain, "plaintext #{j} with password #{i} differs after ansible-vault decrypt");
+                }
+            });
         }
-    }
+    });
 }
 
 #[test]

@@ -66,7 +66,7 @@ pub fn decrypt(vt: &Vaulttext, password: &[u8]) -> Result<Zeroizing<Vec<u8>>, Va
     keys.ctr().apply_keystream(&mut data);
     let pad = data.last().copied().unwrap_or(0) as usize;
     let valid = (1..=BLOCK).contains(&pad)
-        && data.len() % BLOCK == 0
+        && data.len().is_multiple_of(BLOCK)
         && data.len() >= pad
         && data[data.len() - pad..].iter().all(|b| *b as usize == pad);
     if !valid {
