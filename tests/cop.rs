@@ -655,13 +655,13 @@ fn joins_go_to_rke2_server_url_when_set_and_servers_carry_it_in_tls_san() {
     // A registration address that is not https://HOST:PORT stops before any host is touched.
     set_env(&c, "rke2_server_url", "10.0.0.100:9345");
     c.test().args(["run", "rke2-install"]).status(1).stdout("").stderr(
-        r#"  x playbooks/rke2-install.yaml:3:1: rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '10.0.0.100:9345'
-   ,-[playbooks/rke2-install.yaml:3:1]
- 2 | require:
- 3 |   - that: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''
+        r#"  x playbooks/rke2-install.yaml:7:1: rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '10.0.0.100:9345'
+   ,-[playbooks/rke2-install.yaml:7:1]
+ 6 | require:
+ 7 |   - that: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''
    : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
    :                                                                                 `-- this requirement
- 4 |     msg: "rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '{{ rke2_server_url }}'"
+ 8 |     msg: "rke2_server_url must be https://HOST:PORT (e.g. https://10.0.0.100:9345), not '{{ rke2_server_url }}'"
    `----
   help: rke2-install requires: not (rke2_server_url | default('')) or (rke2_server_url | string | regex_replace('^https://(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]+/?$', '')) == ''; fix the settings in env.yaml (or -e)
 
@@ -702,14 +702,14 @@ fn the_registry_ca_reaches_every_node_before_rke2_restarts_and_a_missing_one_sto
     let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
     std::fs::remove_file(c.path("certs/registry-ca.crt")).unwrap();
     c.test().args(["run", "rke2-private-registry"]).status(1).stdout("").stderr_normalized(
-        r#"  x playbooks/rke2-private-registry.yaml:5:1: registry_ca_file [SITE]/certs/registry-ca.crt is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification
-   ,-[playbooks/rke2-private-registry.yaml:5:1]
- 4 |     msg: "registry_ca_file must be an absolute path on the bastion (it is '{{ registry_ca_file }}')"
- 5 |   - that: not (registry_ca_file | default('')) or registry_ca_file is file
-   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-   :                                      `-- this requirement
- 6 |     msg: "registry_ca_file {{ registry_ca_file }} is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification"
-   `----
+        r#"  x playbooks/rke2-private-registry.yaml:9:1: registry_ca_file [SITE]/certs/registry-ca.crt is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification
+    ,-[playbooks/rke2-private-registry.yaml:9:1]
+  8 |     msg: "registry_ca_file must be an absolute path on the bastion (it is '{{ registry_ca_file }}')"
+  9 |   - that: not (registry_ca_file | default('')) or registry_ca_file is file
+    : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    :                                      `-- this requirement
+ 10 |     msg: "registry_ca_file {{ registry_ca_file }} is not a file on the bastion: copy the registry's CA certificate there, or set registry_ca_file: '' to skip TLS verification"
+    `----
   help: rke2-private-registry requires: not (registry_ca_file | default('')) or registry_ca_file is file; fix the settings in env.yaml (or -e)
 
 "#,
