@@ -2,6 +2,13 @@
 //! what ansible-vault encrypts copctl decrypts to the same bytes, what copctl encrypts
 //! ansible-vault decrypts to the same bytes, the same salt gives byte-identical files, and both
 //! refuse a wrong password or a tampered HMAC (copctl's message pinned whole).
+//!
+//! Then copctl as a person uses it: env.yaml, `-e @file` and the inventory encrypted by
+//! ansible-vault (whole, or values from `encrypt_string`) read with `--vault-password-file`, a
+//! password script, `--vault-id`s and ANSIBLE_VAULT_PASSWORD_FILE, their values masked whatever
+//! their names; `copctl vault` and ansible-vault reading each other's files; the errors (wrong
+//! password, tampered file, no password, a YAML error inside a vaulted file) pinned whole; and a
+//! run on a lab host where a vaulted password reaches a file and nothing else.
 
 mod common;
 
@@ -348,4 +355,406 @@ fn wrong_password_and_tampered_hmac_are_refused_by_both() {
 fn help(e: &copctl::error::Error) -> String {
     use miette::Diagnostic;
     e.help().map(|h| h.to_string()).unwrap_or_default()
+}
+
+// --- copctl itself: the flags, the site files, `copctl vault`, a run on lab hosts ---
+
+/// The password every site test below encrypts with, and one that is not it.
+const SITE_PW: &str = "correct horse ✓";
+
+/// `ansible-vault ARGS` run in `site`'s directory; must succeed.
+fn av_in(site: &Site, args: &[&str]) -> Vec<u8> {
+    ok(ansible_cmd("ansible-vault").current_dir(site.dir()).args(args).output().expect("ansible-vault runs"))
+}
+
+/// A scratch site with `pw` (the password), `wrong-pw`, and a local host `here` in [web]
+/// (`ansible_connection=local`, so `copctl run` needs no SSH) and a host `d1` in [db].
+fn vault_site() -> Site {
+    let site = Site::new();
+    site.write("pw", format!("{SITE_PW}\n"))
+        .write("wrong-pw", "not it\n")
+        .write("inventory.ini", "[web]\nhere ansible_connection=local\n[db]\nd1\n")
+        // `show`: its hosts come from a variable; its step prints two variables.
+        .write(
+            "playbooks/show.yaml",
+            "plays:\n  - name: show\n    hosts: \"{{ target }}\"\n    steps:\n      - name: values\n        debug: { msg: \"values: {{ neutral_setting }} / {{ registry_password }}\" }\n",
+        );
+    site
+}
+
+/// `ansible-vault encrypt_string --name NAME VALUE` with `flag`, as a line for a YAML file.
+fn av_string(site: &Site, flag: &str, name: &str, value: &str) -> String {
+    String::from_utf8(av_in(site, &["encrypt_string", flag, "--name", name, value])).unwrap()
+}
+
+/// `copctl plan show` printed for the hosts `target` names.
+fn plan_of(hosts: &[&str]) -> String {
+    let mut out = String::from("playbook show\n  play show (hosts: {{ target }})\n    batch 1/1\n");
+    for h in hosts {
+        out.push_str(&format!("      {h}\n        - [debug] values  (read-only)\n"));
+    }
+    out + "1 tasks; hosts that may change: none\n"
+}
+
+/// The human output of `copctl run show` on `here` (timings normalized), with the step's message.
+fn run_output(message: &str) -> String {
+    format!(
+        "copctl run show: 1 tasks on 1 host(s)\nok: [here] show › values ([T]) — {message}\n\nRECAP\nhost     ok  changed  failed  skipped  unreachable  ignored     time\nhere      1        0       0        0            0        0 [T]\n\nslowest steps:\n [T]  here › show › values\n\nok: nothing changed in [T] (exit 0)\n"
+    )
+}
+
+#[test]
+fn an_env_yaml_encrypted_by_ansible_vault_is_read_with_the_password_and_masked() {
+    let site = vault_site();
+    site.write("env.yaml", "target: web\nregistry_password: s3cret-Reg\nneutral_setting: plain-looking\n");
+    av_in(&site, &["encrypt", "--vault-password-file", "pw", "env.yaml"]);
+    assert!(site.read("env.yaml").starts_with("$ANSIBLE_VAULT;1.1;AES256\n"));
+
+    // plan sees `target` (the hosts of [web]); the same through ANSIBLE_VAULT_PASSWORD_FILE.
+    site.test().args(["plan", "show", "--vault-password-file", "pw"]).stdout(&plan_of(&["here"])).stderr("").run();
+    site.test()
+        .args(["plan", "show"])
+        .env_var("ANSIBLE_VAULT_PASSWORD_FILE", site.path("pw"))
+        .stdout(&plan_of(&["here"]))
+        .run();
+    // A run uses both values and prints neither: every variable of a vaulted file is a secret,
+    // `neutral_setting` too.
+    site.test()
+        .args(["run", "show", "--vault-password-file", "pw"])
+        .stdout_normalized(&run_output("values: ******** / ********"))
+        .stderr("")
+        .run();
+    // The same values in cleartext: only the secret-named one is masked.
+    site.write("env.yaml", "target: web\nregistry_password: s3cret-Reg\nneutral_setting: plain-looking\n");
+    site.test().args(["run", "show"]).stdout_normalized(&run_output("values: plain-looking / ********")).run();
+}
+
+#[test]
+fn a_vaulted_inventory_is_read_with_a_vault_id_and_its_variables_are_masked() {
+    let site = vault_site();
+    site.write("inventory.ini", "[web]\nw1 ansible_host=10.9.8.7 rack=r12\n[db]\nd1\n");
+    av_in(&site, &["encrypt", "--vault-id", "inv@pw", "inventory.ini"]);
+    assert!(site.read("inventory.ini").starts_with("$ANSIBLE_VAULT;1.2;AES256;inv\n"));
+    site.test()
+        .args(["inventory", "host", "w1", "--vault-id", "inv@pw"])
+        .stdout("{\n    \"ansible_host\": \"********\",\n    \"rack\": \"********\"\n}\n")
+        .stderr("")
+        .run();
+    site.test().args(["hosts", "all", "--vault-id", "inv@pw"]).stdout("w1\nd1\n").run();
+    // Without a password: where, and which flag gives it.
+    site.test()
+        .args(["hosts", "all"])
+        .status(1)
+        .stderr(
+            "  x inventory.ini:1:1: Attempting to decrypt but no vault secrets found: inventory.ini is vault-encrypted\n   ,-[inventory.ini:1:1]\n 1 | $ANSIBLE_VAULT;1.2;AES256;inv\n   : ^^^^^^^^^^^^^^|^^^^^^^^^^^^^^\n   :               `-- vault-encrypted\n   `----\n  help: give the vault password: pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE)\n\n",
+        )
+        .run();
+}
+
+#[test]
+fn inline_values_from_ansible_vault_encrypt_string_in_env_yaml_and_extra_vars_files() {
+    let site = vault_site();
+    let flag = "--vault-password-file=pw";
+    site.write(
+        "env.yaml",
+        format!(
+            "# settings\ntarget: web\n{}registry_password: cleartext-but-secret-named\n",
+            av_string(&site, flag, "neutral_setting", "from-inline-vault")
+        ),
+    );
+    site.write("extra.yaml", av_string(&site, flag, "target", "db"));
+    site.test().args(["plan", "show", "--vault-password-file", "pw"]).stdout(&plan_of(&["here"])).run();
+    // `-e @file` with an inline value: it wins over env.yaml, as any extra var.
+    site.test()
+        .args(["plan", "show", "-e", "@extra.yaml", "--vault-password-file", "pw"])
+        .stdout(&plan_of(&["d1"]))
+        .run();
+    site.test()
+        .args(["run", "show", "--vault-password-file", "pw"])
+        .stdout_normalized(&run_output("values: ******** / ********"))
+        .run();
+    // Without the password, the value's own line is named (a comment line before it).
+    site.test()
+        .args(["plan", "show"])
+        .status(1)
+        .stderr(
+            "  x env.yaml:3:18: Attempting to decrypt but no vault secrets found: the !vault value at env.yaml:3 is vault-encrypted\n   ,-[env.yaml:3:18]\n 2 | target: web\n 3 | neutral_setting: !vault |\n   :                  ^^^^|^^^\n   :                      `-- this value\n 4 |           $ANSIBLE_VAULT;1.1;AES256\n   `----\n  help: give the vault password: pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE)\n\n",
+        )
+        .run();
+}
+
+#[test]
+fn a_password_script_and_two_vault_ids() {
+    let site = vault_site();
+    // A script printing the password (what --vault-password-file runs when it is executable).
+    site.write("pw.sh", format!("#!/bin/sh\nprintf '%s\\n' '{SITE_PW}'\n"));
+    std::fs::set_permissions(site.path("pw.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    site.write("dev-pw", "dev password\n");
+    // Two values under two vault ids: dev (a file) and prod (the script).
+    let env = format!(
+        "target: web\n{}{}",
+        av_string(&site, "--vault-id=prod@pw.sh", "registry_password", "prod-value"),
+        av_string(&site, "--vault-id=dev@dev-pw", "neutral_setting", "dev-value"),
+    );
+    assert!(env.contains("$ANSIBLE_VAULT;1.2;AES256;dev\n") && env.contains("$ANSIBLE_VAULT;1.2;AES256;prod\n"));
+    site.write("env.yaml", &env);
+    site.test()
+        .args(["run", "show", "--vault-id", "dev@dev-pw", "--vault-id", "prod@pw.sh"])
+        .stdout_normalized(&run_output("values: ******** / ********"))
+        .run();
+    // The same two from ANSIBLE_VAULT_IDENTITY_LIST, as Ansible reads it (comma-separated).
+    site.test()
+        .args(["run", "show"])
+        .env_var("ANSIBLE_VAULT_IDENTITY_LIST", "dev@dev-pw, prod@pw.sh")
+        .stdout_normalized(&run_output("values: ******** / ********"))
+        .run();
+    // The values themselves, through a vault-encrypted -e file that the template of `target` reads.
+    site.write(
+        "sel.yaml",
+        "target: \"{{ 'db' if neutral_setting == 'dev-value' and registry_password == 'prod-value' else 'web' }}\"\n",
+    );
+    av_in(&site, &["encrypt", "--vault-id", "prod@pw.sh", "sel.yaml"]);
+    site.test()
+        .args(["plan", "show", "-e", "@sel.yaml", "--vault-id", "dev@dev-pw", "--vault-password-file", "pw.sh"])
+        .stdout(&plan_of(&["d1"]))
+        .run();
+    // Only one of the two: the other value's line is named, and the missing label.
+    site.test()
+        .args(["plan", "show", "--vault-id", "dev@dev-pw"])
+        .status(1)
+        .stderr(
+            "  x env.yaml:2:20: Decryption failed (no vault secrets were found that could decrypt) on the !vault value at env.yaml:2\n   ,-[env.yaml:2:20]\n 1 | target: web\n 2 | registry_password: !vault |\n   :                    ^^^^|^^^\n   :                        `-- this value\n 3 |           $ANSIBLE_VAULT;1.2;AES256;prod\n   `----\n  help: it is encrypted for vault id `prod` and no secret has that label (tried: dev): add --vault-id prod@FILE (or prod@prompt)\n\n",
+        )
+        .run();
+}
+
+#[test]
+fn wrong_password_tampered_file_and_no_password_messages() {
+    let site = vault_site();
+    site.write("env.yaml", "target: web\nregistry_password: x1\nneutral_setting: y\n");
+    av_in(&site, &["encrypt", "--vault-password-file", "pw", "env.yaml"]);
+    let wrong = "  x env.yaml:1:1: Decryption failed (no vault secrets were found that could decrypt) on env.yaml\n   ,-[env.yaml:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             `-- vault-encrypted\n   `----\n  help: the password is wrong or the file was tampered with (tried the secrets for vault ids: default): pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE) with the password it was encrypted with\n\n";
+    site.test().args(["plan", "show", "--vault-password-file", "wrong-pw"]).status(1).stderr(wrong).run();
+    // One changed digit of the ciphertext: the HMAC no longer matches, the same message.
+    let text = site.read("env.yaml");
+    let last = text.trim_end().len() - 1;
+    // '1' or '2' keeps the inner text hex ("31"/"32" is "1"/"2", "61"/"62" is "a"/"b").
+    let flipped = if &text[last..last + 1] == "1" { "2" } else { "1" };
+    site.write("env.yaml", format!("{}{flipped}{}", &text[..last], &text[last + 1..]));
+    site.test().args(["plan", "show", "--vault-password-file", "pw"]).status(1).stderr(wrong).run();
+    // No password at all.
+    site.test()
+        .args(["plan", "show"])
+        .status(1)
+        .stderr(
+            "  x env.yaml:1:1: Attempting to decrypt but no vault secrets found: env.yaml is vault-encrypted\n   ,-[env.yaml:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             `-- vault-encrypted\n   `----\n  help: give the vault password: pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE)\n\n",
+        )
+        .run();
+    // A password file that is not there.
+    site.test()
+        .args(["plan", "show", "--vault-password-file", "nope"])
+        .status(1)
+        .stderr_normalized("  x The vault password file [SITE]/nope was not found\n  help: check the path given to --vault-id/--vault-password-file or in ANSIBLE_VAULT_PASSWORD_FILE\n\n")
+        .run();
+}
+
+#[test]
+fn ask_vault_pass_prompts_on_the_terminal() {
+    let site = vault_site();
+    site.write("env.yaml", "target: db\nregistry_password: x1\nneutral_setting: y\n");
+    av_in(&site, &["encrypt", "--vault-password-file", "pw", "env.yaml"]);
+    // A terminal (script(1) makes one) on which the password is typed: copctl asks there.
+    let line = format!("{} plan show --ask-vault-pass", env!("CARGO_BIN_EXE_copctl"));
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .current_dir(site.dir())
+        .env("NO_COLOR", "1")
+        .env("COPCTL_INVENTORY", "inventory.ini")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("script(1) runs (util-linux)");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(format!("{SITE_PW}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Vault password: \n"), "{text}");
+    assert!(text.ends_with(&plan_of(&["d1"])), "{text}");
+}
+
+#[test]
+fn a_site_without_vault_never_reads_a_password() {
+    let site = vault_site();
+    site.write("env.yaml", "target: web\nregistry_password: x1\nneutral_setting: y\n");
+    // A missing password file and a prompt (there is no terminal to answer it): neither is touched.
+    site.test()
+        .args(["plan", "show", "--vault-password-file", "missing", "--ask-vault-pass", "--vault-id", "x@prompt"])
+        .stdout(&plan_of(&["here"]))
+        .stderr("")
+        .run();
+}
+
+#[test]
+fn errors_in_a_decrypted_file_name_its_line_and_never_quote_it() {
+    let site = vault_site();
+    site.write("env.yaml", "target: web\nneutral_setting: do-not-show-me\nregistry_password: [1, 2\nother: 3\n");
+    av_in(&site, &["encrypt", "--vault-password-file", "pw", "env.yaml"]);
+    site.test()
+        .args(["plan", "show", "--vault-password-file", "pw"])
+        .status(1)
+        .stderr("  x env.yaml:4:6: illegal placement of ':' indicator\n  help: env.yaml is vault-encrypted, so its lines are not shown: `copctl vault view env.yaml` shows them\n\n")
+        .run();
+}
+
+#[test]
+fn copctl_vault_encrypt_and_encrypt_string_are_read_by_ansible() {
+    let site = vault_site();
+    let plain = "registry_password: ünï \"q\"\nport: 8443\n";
+    site.write("secrets.yaml", plain);
+    std::fs::set_permissions(site.path("secrets.yaml"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    site.test().args(["vault", "encrypt", "secrets.yaml", "--vault-id", "prod@pw"]).stdout("").stderr("").run();
+    let text = site.read("secrets.yaml");
+    assert!(text.starts_with("$ANSIBLE_VAULT;1.2;AES256;prod\n"), "{text}");
+    let mode = std::fs::metadata(site.path("secrets.yaml")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640, "the mode is kept");
+    let leftovers: Vec<_> = std::fs::read_dir(site.dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("copctl-vault"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file left");
+    assert_eq!(av_in(&site, &["view", "--vault-id", "prod@pw", "secrets.yaml"]), plain.as_bytes());
+    // Encrypting twice is refused, as ansible-vault refuses it.
+    site.test()
+        .args(["vault", "encrypt", "secrets.yaml", "--vault-password-file", "pw"])
+        .status(1)
+        .stderr("  x input is already encrypted: secrets.yaml\n  help: it is a vault file already: `copctl vault view` shows it\n\n")
+        .run();
+
+    // encrypt_string, named, from an argument and from stdin: Ansible reads both values.
+    let arg = site
+        .test()
+        .args(["vault", "encrypt_string", "--vault-password-file", "pw", "--name", "a_value", "it's ü"])
+        .run();
+    assert!(arg.stdout.starts_with("a_value: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n"), "{}", arg.stdout);
+    let mut piped = site
+        .command(["vault", "encrypt_string", "--vault-password-file", "pw", "--stdin-name", "b_value"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    piped.stdin.take().unwrap().write_all(b"line1\nline2\n").unwrap();
+    let piped = piped.wait_with_output().unwrap();
+    assert!(piped.status.success());
+    site.write("vars.yaml", format!("{}{}", arg.stdout, String::from_utf8(piped.stdout).unwrap()));
+    let out = ok(ansible_cmd("ansible")
+        .current_dir(site.dir())
+        .args(["localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug"])
+        .args(["-a", "msg={{ [a_value, b_value] | to_json }}", "-e", "@vars.yaml", "--vault-password-file", "pw"])
+        .output()
+        .unwrap());
+    let out = String::from_utf8(out).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    let msg: serde_json::Value = serde_json::from_str(json["msg"].as_str().unwrap()).unwrap();
+    assert_eq!(msg, serde_json::json!(["it's ü", "line1\nline2\n"]));
+
+    // With two vault ids, the one to encrypt with must be named.
+    site.test()
+        .args(["vault", "encrypt_string", "--vault-id", "a@pw", "--vault-id", "b@wrong-pw", "x"])
+        .status(1)
+        .stderr("  x The vault-ids a,b are available to encrypt. Specify the vault-id to encrypt with --encrypt-vault-id\n  help: pass --encrypt-vault-id LABEL\n\n")
+        .run();
+    let b = site
+        .test()
+        .args([
+            "vault",
+            "encrypt_string",
+            "--vault-id",
+            "a@pw",
+            "--vault-id",
+            "b@wrong-pw",
+            "--encrypt-vault-id",
+            "b",
+            "x",
+        ])
+        .run();
+    assert!(b.stdout.starts_with("!vault |\n          $ANSIBLE_VAULT;1.2;AES256;b\n"), "{}", b.stdout);
+}
+
+#[test]
+fn ansible_vault_encrypt_is_read_by_copctl_vault_view_and_decrypt() {
+    let site = vault_site();
+    let plain = "token: abc ✓\nlist: [1, 2]\n";
+    site.write("f.yaml", plain);
+    std::fs::set_permissions(site.path("f.yaml"), std::fs::Permissions::from_mode(0o604)).unwrap();
+    av_in(&site, &["encrypt", "--vault-id", "ops@pw", "f.yaml"]);
+    site.test().args(["vault", "view", "f.yaml", "--vault-id", "ops@pw"]).stdout(plain).stderr("").run();
+    // The same bytes to --output -, then in place.
+    site.test()
+        .args(["vault", "decrypt", "f.yaml", "--output", "-", "--vault-password-file", "pw"])
+        .stdout(plain)
+        .run();
+    // ansible-vault wrote it 0600; copctl keeps what it finds.
+    std::fs::set_permissions(site.path("f.yaml"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    site.test().args(["vault", "decrypt", "f.yaml", "--vault-password-file", "pw"]).stdout("").stderr("").run();
+    assert_eq!(site.read("f.yaml"), plain);
+    assert_eq!(std::fs::metadata(site.path("f.yaml")).unwrap().permissions().mode() & 0o7777, 0o644);
+    // A wrong password names the file.
+    av_in(&site, &["encrypt", "--vault-password-file", "pw", "f.yaml"]);
+    site.test()
+        .args(["vault", "view", "f.yaml", "--vault-password-file", "wrong-pw"])
+        .status(1)
+        .stderr("  x f.yaml:1:1: Decryption failed (no vault secrets were found that could decrypt) on f.yaml\n   ,-[f.yaml:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             `-- vault-encrypted\n   `----\n  help: the password is wrong or the file was tampered with (tried the secrets for vault ids: default): pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE) with the password it was encrypted with\n\n")
+        .run();
+}
+
+#[test]
+fn a_vaulted_password_reaches_the_host_and_no_output_record_or_log() {
+    let site = Site::hosts(1);
+    let lab = site.lab();
+    let reg_pw = "Vaulted-Reg-Pw-7781";
+    let neutral = "vaulted-neutral-4410";
+    site.write("pw", format!("{SITE_PW}\n"));
+    let flag = "--vault-password-file=pw";
+    site.write(
+        "env.yaml",
+        format!(
+            "registry_username: admin\n{}{}",
+            av_string(&site, flag, "registry_password", reg_pw),
+            av_string(&site, flag, "mirror_note", neutral)
+        ),
+    );
+    site.write(
+        "templates/registry.conf.j2",
+        "user = {{ registry_username }}\npassword = {{ registry_password }}\nnote = {{ mirror_note }}\n",
+    );
+    site.write(
+        "playbooks/registry.yaml",
+        "plays:\n  - name: registry\n    hosts: all\n    steps:\n      - name: registry config\n        template: { src: registry.conf.j2, dest: /var/tmp/registry.conf, mode: \"0600\" }\n      - name: show it\n        debug: { msg: \"{{ registry_password }} {{ mirror_note }}\" }\n      - name: read it back\n        command: cat /var/tmp/registry.conf\n        register: conf\n        read_only: true\n      - name: echo it\n        debug: { var: conf.stdout }\n",
+    );
+    let run = site
+        .test()
+        .args(["run", "registry", "-vvv", "--diff", "--log-file", "run.log", "--vault-password-file", "pw"])
+        .run();
+    let json = site.run_json(&["registry", "--vault-password-file", "pw"], 0);
+    assert_eq!(
+        std::fs::read_to_string(lab.path(0, "/var/tmp/registry.conf")).unwrap(),
+        format!("user = admin\npassword = {reg_pw}\nnote = {neutral}\n")
+    );
+    assert!(run.stdout.contains("registry config") && run.stdout.contains("********"), "{}", run.stdout);
+    let mut places: Vec<(String, String)> = vec![
+        ("stdout".into(), run.stdout.clone()),
+        ("stderr (-vvv)".into(), run.stderr.clone()),
+        ("json events".into(), json.stdout.clone()),
+        ("log file".into(), site.read("run.log")),
+    ];
+    assert!(places[1].1.contains("TRACE exec host=lab-1"), "-vvv traced the run: {}", places[1].1);
+    assert!(places[3].1.contains("task finished"), "the log file was written: {}", places[3].1);
+    places.extend(files_under(&site.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
+    for (place, text) in &places {
+        for secret in [reg_pw, neutral, SITE_PW] {
+            assert!(!text.contains(secret), "{secret} in {place}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Number, Value};
 use serde_saphyr::{Spanned, Tagged};
 use zeroize::Zeroizing;
 
-use super::{VaultError, VaultSecrets};
+use super::{SecretSource, VaultError};
 use crate::error::{Result, Source};
 
 /// A YAML document with its inline vault values decrypted.
@@ -48,10 +48,10 @@ impl std::fmt::Debug for InlineSecret {
     }
 }
 
-/// Parses YAML variables, decrypting `!vault` values with `secrets`; an undecryptable value is an
-/// error at its line. Ansible decrypts lazily (only values a play uses); copctl decrypts when the
+/// Parses YAML variables, decrypting `!vault` values with `secrets` (asked for only when a
+/// `!vault` value is met); an undecryptable value is an error at its line. Ansible decrypts lazily (only values a play uses); copctl decrypts when the
 /// file is read, so a wrong password is reported before any host is touched.
-pub fn parse_vars(source: &Source, secrets: &VaultSecrets) -> Result<VaultedVars> {
+pub fn parse_vars(source: &Source, secrets: &dyn SecretSource) -> Result<VaultedVars> {
     if !source.text.contains("!vault") {
         return Ok(VaultedVars { value: crate::yaml::parse(source)?, secrets: vec![] });
     }
@@ -189,7 +189,7 @@ fn tag_position(source: &Source, line: usize, column: usize) -> (usize, usize) {
 fn resolve(
     node: Node,
     source: &Source,
-    secrets: &VaultSecrets,
+    secrets: &dyn SecretSource,
     path: &mut String,
     found: &mut Vec<InlineSecret>,
 ) -> Result<Value> {
@@ -206,7 +206,7 @@ fn resolve(
             ));
         };
         let (plain, vault_id) =
-            secrets.decrypt_and_get_vault_id(text.as_bytes()).map_err(|e| e.at(source, line, column))?;
+            secrets.secrets()?.decrypt_and_get_vault_id(text.as_bytes()).map_err(|e| e.at(source, line, column))?;
         let plain = String::from_utf8(plain.to_vec()).map_err(|_| VaultError::NotUtf8.at(source, line, column))?;
         let name = path.split(['.', '[']).next().unwrap_or_default().to_string();
         found.push(InlineSecret { name, path: path.clone(), line, vault_id, plaintext: Zeroizing::new(plain.clone()) });
@@ -243,7 +243,7 @@ fn resolve(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{VaultSecret, encrypt};
+    use super::super::{VaultSecret, VaultSecrets, encrypt};
     use super::*;
 
     fn secrets() -> VaultSecrets {

@@ -12,6 +12,7 @@ mod inline;
 mod secrets;
 
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 
 use zeroize::Zeroizing;
 
@@ -98,6 +99,12 @@ impl VaultError {
     pub fn on(&self, origin: &str) -> Error {
         let (message, help) = self.message(origin);
         Error::with_help(message, help)
+    }
+
+    /// The error for a whole vaulted file, at its header: `header` holds the file's first line.
+    pub fn in_file(&self, header: &Source) -> Error {
+        let (message, help) = self.message(&header.name);
+        header.error_at(1, 1, 0, message, "vault-encrypted", Some(help))
     }
 
     /// The error for an inline value at `line:column` of `source`.
@@ -217,26 +224,117 @@ impl VaultSecrets {
 }
 
 /// A file read for parsing: decrypted first when it is vaulted, and then every value in it is a
-/// secret (`encrypted`). The decrypted text lives in the `Source` so errors can quote it; it is
-/// not wiped on drop (the parsed variables hold the same values anyway).
+/// secret (`encrypted`). The decrypted text lives in the `Source` so that parse errors can name
+/// its lines; they must not quote it (`Error::without_snippet`). It is not wiped on drop (the
+/// parsed variables hold the same values anyway).
 #[derive(Debug)]
 pub struct LoadedSource {
     pub source: Source,
     pub encrypted: bool,
 }
 
-/// `error::read_source` for files that may be vaulted (env.yaml, group_vars, `-e @file`).
-pub fn read_source(path: &Path, secrets: &VaultSecrets) -> Result<LoadedSource> {
-    let Some(plain) = secrets.decrypt_file(path)? else {
-        return Ok(LoadedSource { source: crate::error::read_source(path)?, encrypted: false });
-    };
+impl LoadedSource {
+    /// An error of parsing this source, without quoting it when it was decrypted.
+    pub fn guard(&self, e: Error) -> Error {
+        if !self.encrypted || e.location().is_none() {
+            return e;
+        }
+        let name = &self.source.name;
+        e.without_snippet().with_extra_help(&format!(
+            "{name} is vault-encrypted, so its lines are not shown: `copctl vault view {name}` shows them"
+        ))
+    }
+}
+
+/// `error::read_source` for files that may be vaulted (inventory, env.yaml, `-e @file`): the
+/// secrets are asked for only when the file is vaulted. An error decrypting it points at the
+/// vault header (line 1) of the file.
+pub fn read_source(path: &Path, secrets: &dyn SecretSource) -> Result<LoadedSource> {
+    let data = crate::error::read_bytes(path)?;
+    if !is_vaulted(&data) {
+        return Ok(LoadedSource { source: crate::error::source_from_bytes(path, data)?, encrypted: false });
+    }
+    let name = path.display().to_string();
+    let header =
+        Source::new(name.clone(), String::from_utf8_lossy(data.split(|b| *b == b'\n').next().unwrap_or_default()));
+    let plain = secrets.secrets()?.decrypt(&data).map_err(|e| e.in_file(&header))?;
     let text = std::str::from_utf8(&plain).map_err(|_| {
         Error::with_help(
-            format!("{}: the decrypted file is not valid UTF-8", path.display()),
-            "a vaulted variables file must hold UTF-8 YAML",
+            format!("{name}: the decrypted file is not valid UTF-8"),
+            "a vaulted file read by copctl must hold UTF-8 text (YAML or INI)",
         )
     })?;
-    Ok(LoadedSource { source: Source::new(path.display().to_string(), text), encrypted: true })
+    Ok(LoadedSource { source: Source::new(name, text), encrypted: true })
+}
+
+/// Where the vault secrets come from when a vaulted input needs them: already loaded
+/// (`VaultSecrets`), or read on first use (`Vault`).
+pub trait SecretSource {
+    fn secrets(&self) -> Result<&VaultSecrets>;
+}
+
+impl SecretSource for VaultSecrets {
+    fn secrets(&self) -> Result<&VaultSecrets> {
+        Ok(self)
+    }
+}
+
+/// The vault secrets of one command, read from their sources (files, scripts, prompts) the first
+/// time an encrypted input is met, once: a site without vault never asks for a password, and a
+/// password file that is missing is no error until it is needed.
+pub struct Vault {
+    options: VaultOptions,
+    loaded: OnceLock<VaultSecrets>,
+    loading: Mutex<()>,
+    /// Told each source that could not be read while others could (Ansible's warnings).
+    warn: fn(&str),
+}
+
+impl Vault {
+    pub fn new(options: VaultOptions, warn: fn(&str)) -> Vault {
+        Vault { options, loaded: OnceLock::new(), loading: Mutex::new(()), warn }
+    }
+
+    /// A vault whose secrets are given (tests, library users).
+    pub fn with_secrets(secrets: VaultSecrets) -> Vault {
+        let v = Vault::new(VaultOptions::default(), |_| {});
+        let _ = v.loaded.set(secrets);
+        v
+    }
+
+    pub fn options(&self) -> &VaultOptions {
+        &self.options
+    }
+}
+
+impl Default for Vault {
+    fn default() -> Self {
+        Vault::new(VaultOptions::default(), |_| {})
+    }
+}
+
+impl std::fmt::Debug for Vault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vault").field("options", &self.options).field("loaded", &self.loaded.get().is_some()).finish()
+    }
+}
+
+impl SecretSource for Vault {
+    fn secrets(&self) -> Result<&VaultSecrets> {
+        if let Some(s) = self.loaded.get() {
+            return Ok(s);
+        }
+        // One loader at a time: two files met at once must not prompt twice.
+        let _one = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = self.loaded.get() {
+            return Ok(s);
+        }
+        let loaded = VaultSecrets::from_sources(&self.options)?;
+        for w in &loaded.warnings {
+            (self.warn)(w);
+        }
+        Ok(self.loaded.get_or_init(|| loaded))
+    }
 }
 
 /// Encrypts `plaintext` with a fresh 32-byte salt from the OS; `vault_id` other than `default`

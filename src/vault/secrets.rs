@@ -132,7 +132,7 @@ pub(super) fn load(options: &VaultOptions, prompt: &mut dyn FnMut(&str) -> io::R
             Err(e) => {
                 // Ansible warns and goes on; the error stands only if no secret is found at all.
                 out.warnings.push(format!("Error getting vault password file ({label}): {e}"));
-                tracing::warn!("Error getting vault password file ({label}): {e}");
+                tracing::debug!("Error getting vault password file ({label}): {e}");
                 last_error = Some(e);
             }
         }
