@@ -12,7 +12,8 @@ use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Playbook, PlaybookSource};
 use crate::template::{HostVarLookup, Templates, host_context};
 use crate::vars::secret::{Redactor, SecretNames};
-use crate::vars::{EnvFile, Layers, parse_extra_vars};
+use crate::vars::{EnvFile, Layers, parse_extra_vars_vaulted};
+use crate::vault::Vault;
 
 /// Where to load a site from (the CLI's global options).
 #[derive(Debug, Clone, Default)]
@@ -25,6 +26,9 @@ pub struct SiteOptions {
     pub playbook_dir: Option<PathBuf>,
     /// `None`: `templates/` beside the inventory, if present.
     pub template_dir: Option<PathBuf>,
+    /// The vault secrets for a vault-encrypted inventory, env.yaml or `-e @file`, and their
+    /// `!vault` values: read only when one is met.
+    pub vault: Arc<Vault>,
 }
 
 #[derive(Debug)]
@@ -48,19 +52,26 @@ fn beside(inventory: &Path, name: &str) -> Option<PathBuf> {
 }
 
 impl Site {
+    /// Loads the site's files. A value that was vault-encrypted is a secret whatever its name:
+    /// every variable of a vaulted file, each variable holding an inline `!vault` value.
     pub fn load(opts: &SiteOptions) -> Result<Site> {
-        let inventory = Inventory::load(&opts.inventory)?;
+        let vault = opts.vault.as_ref();
+        let inventory = Inventory::load_vaulted(&opts.inventory, vault)?;
         let env = match &opts.env {
-            Some(p) => EnvFile::load(p)?,
+            Some(p) => EnvFile::load_vaulted(p, vault)?,
             None => match beside(&opts.inventory, "env.yaml") {
-                Some(p) => EnvFile::load(&p)?,
+                Some(p) => EnvFile::load_vaulted(&p, vault)?,
                 None => EnvFile::empty(),
             },
         };
-        let extra = parse_extra_vars(&opts.extra_vars)?;
+        let extra = parse_extra_vars_vaulted(&opts.extra_vars, vault)?;
         let playbook_dir = opts.playbook_dir.clone().or_else(|| beside(&opts.inventory, "playbooks"));
         let template_dir = opts.template_dir.clone().or_else(|| beside(&opts.inventory, "templates"));
-        Ok(Site::new(inventory, env, extra, playbook_dir, template_dir))
+        let inventory_secrets = if inventory.vaulted { inventory.var_names() } else { vec![] };
+        let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
+        site.secret_names.add(inventory_secrets);
+        site.secret_names.add(extra.secret_names);
+        Ok(site)
     }
 
     pub fn new(

@@ -71,6 +71,8 @@ pub struct Inventory {
     pub source: Source,
     pub hosts: IndexMap<String, Host>,
     pub groups: IndexMap<String, Group>,
+    /// Read from a vault-encrypted file: every variable in it is a secret.
+    pub vaulted: bool,
 }
 
 impl Inventory {
@@ -79,7 +81,14 @@ impl Inventory {
         ini::parse(source)
     }
 
+    /// Reads an INI inventory; a vault-encrypted one is an error saying how to give the password.
     pub fn load(path: &std::path::Path) -> Result<Inventory> {
+        Inventory::load_vaulted(path, &crate::vault::VaultSecrets::default())
+    }
+
+    /// Reads an INI inventory, decrypting it with `secrets` (asked for only then) when it is
+    /// vault-encrypted.
+    pub fn load_vaulted(path: &std::path::Path, secrets: &dyn crate::vault::SecretSource) -> Result<Inventory> {
         if let Ok(meta) = std::fs::metadata(path)
             && meta.is_file()
             && meta.len() > MAX_INVENTORY_BYTES
@@ -93,11 +102,26 @@ impl Inventory {
                 format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
             ));
         }
-        Inventory::parse(crate::error::read_source(path)?)
+        let loaded = crate::vault::read_source(path, secrets)?;
+        let mut inv = Inventory::parse(loaded.source.clone()).map_err(|e| loaded.guard(e))?;
+        inv.vaulted = loaded.encrypted;
+        Ok(inv)
+    }
+
+    /// Every variable name set in the inventory (hosts and groups).
+    pub fn var_names(&self) -> Vec<String> {
+        let mut out: IndexSet<String> = IndexSet::new();
+        for h in self.hosts.values() {
+            out.extend(h.vars.keys().cloned());
+        }
+        for g in self.groups.values() {
+            out.extend(g.vars.keys().cloned());
+        }
+        out.into_iter().collect()
     }
 
     fn empty(source: Source) -> Self {
-        let mut inv = Inventory { source, hosts: IndexMap::new(), groups: IndexMap::new() };
+        let mut inv = Inventory { source, hosts: IndexMap::new(), groups: IndexMap::new(), vaulted: false };
         inv.groups.insert("all".into(), Group::new("all", 0));
         inv.groups.insert("ungrouped".into(), Group::new("ungrouped", 0));
         inv.add_child("all", "ungrouped");
