@@ -161,11 +161,22 @@ pub struct Outcome {
     pub facts: Option<Map<String, Value>>,
     /// The remote command(s) run, for `-v` and the run log.
     pub commands: Vec<String>,
+    /// What the operator must see whatever the step's status (a drain a PodDisruptionBudget will
+    /// block): shown on the terminal even when ok, and in the JSON event.
+    pub warnings: Vec<String>,
 }
 
 impl Outcome {
     pub fn new(status: Status, msg: impl Into<String>) -> Self {
-        Outcome { status, msg: msg.into(), result: Map::new(), diff: None, facts: None, commands: vec![] }
+        Outcome {
+            status,
+            msg: msg.into(),
+            result: Map::new(),
+            diff: None,
+            facts: None,
+            commands: vec![],
+            warnings: vec![],
+        }
     }
 
     pub fn ok(msg: impl Into<String>) -> Self {
