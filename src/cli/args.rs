@@ -380,6 +380,41 @@ pub enum NodeCmd {
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         output: OutputFormat,
     },
+    /// Cordon and drain a node for maintenance (the manual's graceful shutdown, steps 1-2, with
+    /// the GPU node checks; PodDisruptionBudgets that would block it are named first). kubectl
+    /// runs on another server; the node stays cordoned until `copctl node uncordon NAME`.
+    Drain {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
+        /// Drain although GPU work in progress on the node would be cut off.
+        #[arg(long)]
+        yes: bool,
+        /// Drain although the other GPU nodes have no room for the node's GPU work.
+        #[arg(long)]
+        force: bool,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (drain_timeout=SECONDS;
+        /// drain_disable_eviction=true deletes pods instead of evicting them, bypassing their
+        /// PodDisruptionBudgets).
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// Make a node schedulable again after maintenance (the manual's graceful shutdown, step 3):
+    /// any cordon is lifted, as asked; one copctl did not make is named.
+    Uncordon {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
 }
 
 #[derive(Debug, Subcommand)]
