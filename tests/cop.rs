@@ -82,6 +82,7 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
     assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
     let cfg = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
+    assert!(cfg.get("kubelet-arg").is_none(), "no feature gate without DRA sharing: {cfg}");
     let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap();
     assert_eq!(cfg["server"], format!("https://{}:9345", c.lab().hosts[0].addr), "{cfg}");
     assert_eq!(cfg["token"], token.trim(), "{cfg}");
@@ -100,6 +101,17 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
         let new: Vec<String> = c.lab().double_calls(i)[calls_before[i].len()..].to_vec();
         assert!(!new.iter().any(|l| l.contains("restart") || l.starts_with("install.sh")), "{}: {new:?}", NAMES[i].0);
     }
+    // DRA device sharing turns on the DRAConsumableCapacity feature gate: kubelets everywhere,
+    // and the control plane on the servers.
+    c.run_json(&["rke2-install", "-e", "gpu_dra_sharing_enabled=true"], 0);
+    let gate = serde_json::json!(["feature-gates=DRAConsumableCapacity=true"]);
+    let server = yaml_file(&c, 0, "/etc/rancher/rke2/config.yaml");
+    for arg in ["kubelet-arg", "kube-apiserver-arg", "kube-scheduler-arg", "kube-controller-manager-arg"] {
+        assert_eq!(server[arg], gate, "{arg} on a server: {server}");
+    }
+    let agent = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
+    assert_eq!(agent["kubelet-arg"], gate, "{agent}");
+    assert!(agent.get("kube-apiserver-arg").is_none(), "{agent}");
 }
 
 #[test]

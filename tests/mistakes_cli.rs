@@ -146,3 +146,38 @@ fn ansible_playbooks_list_flags_print_and_run_nothing() {
         .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver drop-in directory, resolver drop-in\n\n")
         .run();
 }
+
+#[test]
+fn dra_with_an_rke2_release_that_cannot_serve_it_is_refused_at_plan_time() {
+    Test::repo()
+        .args(["plan", "gpu-operator", "-e", "rke2_version=v1.31.4+rke2r1"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x playbooks/gpu-operator.yaml:8:1: gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is v1.31.4+rke2r1: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false
+   ,-[playbooks/gpu-operator.yaml:8:1]
+ 7 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
+ 8 |   - that: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>=')
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                                   `-- this requirement
+ 9 |     msg: "gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is {{ rke2_version }}: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false"
+   `----
+  help: gpu-operator requires: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>='); fix the settings in env.yaml (or -e)
+
+"#,
+        )
+        .run();
+    // The shipped default serves it; without DRA any release does.
+    Test::repo().args(["plan", "gpu-operator"]).stderr("").run();
+    Test::repo()
+        .args(["plan", "gpu-operator", "-e", "rke2_version=v1.31.4+rke2r1", "-e", "gpu_dra_enabled=false"])
+        .stderr("")
+        .run();
+    // Sharing under DRA needs the feature gate of 1.34 too (rke2-install sets it).
+    let ran = Test::repo()
+        .args(["plan", "rke2-install", "-e", "gpu_dra_sharing_enabled=true", "-e", "rke2_version=v1.33.9+rke2r1"])
+        .status(1)
+        .stdout("")
+        .run();
+    assert!(ran.stderr.starts_with("  x playbooks/rke2-install.yaml:9:1: gpu_dra_sharing_enabled (the DRAConsumableCapacity feature gate) needs Kubernetes 1.34.2 or later"), "{}", ran.stderr);
+}
