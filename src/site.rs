@@ -109,6 +109,17 @@ impl Site {
         Redactor::new(values)
     }
 
+    /// `secret_vars` entries that nothing gives a value (env.yaml, `-e`, the inventory).
+    pub fn missing_secrets(&self) -> Vec<String> {
+        let given = |n: &String| {
+            self.env.vars.contains_key(n)
+                || self.extra.contains_key(n)
+                || self.inventory.groups.values().any(|g| g.vars.contains_key(n))
+                || self.inventory.hosts.values().any(|h| h.vars.contains_key(n))
+        };
+        self.env.secret_names.iter().filter(|n| !given(n)).cloned().collect()
+    }
+
     pub fn load_playbook(&self, name: &str) -> Result<Playbook> {
         self.playbooks.load(name)
     }

@@ -181,3 +181,24 @@ fn dra_with_an_rke2_release_that_cannot_serve_it_is_refused_at_plan_time() {
         .run();
     assert!(ran.stderr.starts_with("  x playbooks/rke2-install.yaml:9:1: gpu_dra_sharing_enabled (the DRAConsumableCapacity feature gate) needs Kubernetes 1.34.2 or later"), "{}", ran.stderr);
 }
+
+#[test]
+fn a_secret_var_without_a_value_stops_the_run_when_there_is_no_terminal_to_ask() {
+    Test::new()
+        .inventory("[local]\nhere ansible_connection=local\n")
+        .env("secret_vars: [api_key]\n")
+        .playbook("p", "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        debug: { msg: \"{{ api_key }}\" }\n")
+        .args(["run", "p"])
+        .status(1)
+        .stdout("")
+        .stderr("  x env.yaml's secret_vars lists api_key but nothing gives it a value\n  help: set it in env.yaml (an inline !vault value keeps it out of cleartext), with -e or lookup('env', NAME), or run copctl on a terminal to be asked for it\n\n")
+        .run();
+    // Given with -e, it runs (and is masked).
+    let ran = Test::new()
+        .inventory("[local]\nhere ansible_connection=local\n")
+        .env("secret_vars: [api_key]\n")
+        .playbook("p", "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        debug: { msg: \"{{ api_key }}\" }\n")
+        .args(["run", "p", "-e", "api_key=k-12345"])
+        .run();
+    assert!(!ran.stdout.contains("k-12345"), "{}", ran.stdout);
+}
