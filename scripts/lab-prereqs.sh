@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the lab needs (root, Debian/Ubuntu): sshd and ssh/scp, iproute2 (network
-# namespaces), util-linux (unshare, nsenter), openssl, Python's venv (for the peers), and tar.
+# namespaces), util-linux (unshare, nsenter), openssl, Python's venv (for the peers), tar, and
+# sudo (the become tests log in as a non-root user with real sudo on the lab hosts).
 # A policy-rc.d keeps the package from starting a system sshd on 0.0.0.0:22, which would take
 # port 22 of the lab's loopback addresses.
 set -euo pipefail
@@ -11,6 +12,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
 command -v openssl >/dev/null || need+=(openssl)
 command -v tar >/dev/null || need+=(tar)
+command -v sudo >/dev/null || need+=(sudo)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

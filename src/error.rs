@@ -28,10 +28,11 @@ pub struct LocatedError {
     pub file: String,
     pub line: usize,
     pub column: usize,
+    /// `None` when the source must not be quoted (decrypted vault text).
     #[source_code]
-    source_code: NamedSource<Arc<String>>,
+    source_code: Option<NamedSource<Arc<String>>>,
     #[label("{label}")]
-    span: SourceSpan,
+    span: Option<SourceSpan>,
     label: String,
     #[help]
     pub help: Option<String>,
@@ -104,8 +105,8 @@ impl Source {
             file: self.name.clone(),
             line,
             column,
-            source_code: NamedSource::new(self.name.clone(), self.text.clone()),
-            span: (offset, len).into(),
+            source_code: Some(NamedSource::new(self.name.clone(), self.text.clone())),
+            span: Some((offset, len).into()),
             label: label.into(),
             help,
             kind: ErrorKind::Other,
@@ -151,6 +152,16 @@ impl Error {
         }
     }
 
+    /// The same error without the quoted lines of its source (file, line, column, message and
+    /// help stay): for errors in decrypted vault text, whose lines are secrets.
+    pub fn without_snippet(mut self) -> Self {
+        if let Error::Located(e) = &mut self {
+            e.source_code = None;
+            e.span = None;
+        }
+        self
+    }
+
     /// The `file:line` this error points at, if any (tests and JSON output use it).
     pub fn location(&self) -> Option<(String, usize)> {
         match self {
@@ -169,12 +180,21 @@ impl From<std::io::Error> for Error {
 
 /// Reads a file for parsing, naming it in the error when it cannot be read.
 pub fn read_source(path: &std::path::Path) -> Result<Source> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    source_from_bytes(path, read_bytes(path)?)
+}
+
+/// Reads a file's bytes, naming it in the error when it cannot be read.
+pub fn read_bytes(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
         Error::with_help(
             format!("cannot read {}: {e}", path.display()),
             "check the path, or pass another one with -i/--env",
         )
-    })?;
+    })
+}
+
+/// A file's bytes as a `Source` named after `path`, refused at the first line that is not UTF-8.
+pub fn source_from_bytes(path: &std::path::Path, bytes: Vec<u8>) -> Result<Source> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source::new(path.display().to_string(), text)),
         Err(e) => {

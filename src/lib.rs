@@ -14,6 +14,7 @@ pub mod steps;
 pub mod template;
 pub mod transport;
 pub mod vars;
+pub mod vault;
 pub mod yaml;
 
 /// The async runtime of a command that talks to hosts.

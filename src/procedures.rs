@@ -1,8 +1,9 @@
 //! The manual's node procedures as sequences of playbooks: which shipped playbooks, with which
-//! variables, in which order, make up `node add` and `node remove`. Domain knowledge, kept out of
-//! the command line (which only asks, confirms and prints) so that every front end gets the same
-//! sequence; not in `playbook/`, because the sequence depends on the site (the node's groups, the
-//! playbooks the site has) and the playbook model knows nothing of an inventory.
+//! variables, in which order, make up `node add`, `node remove`, `node drain` and `node
+//! uncordon`. Domain knowledge, kept out of the command line (which only asks, confirms and
+//! prints) so that every front end gets the same sequence; not in `playbook/`, because the
+//! sequence depends on the site (the node's groups, the playbooks the site has) and the playbook
+//! model knows nothing of an inventory.
 
 use crate::site::Site;
 
@@ -52,6 +53,28 @@ pub fn node_remove(name: &str, force: bool) -> Procedure {
     Procedure { playbooks: vec!["node-remove".to_string()], extra_vars, notes: Vec::new() }
 }
 
+/// The manual's "Graceful Shutdown of a Worker Node", steps 1 and 2: `node-drain` with the node
+/// named. `yes` / `force` answer the GPU work check as for the rolling restart.
+pub fn node_drain(name: &str, yes: bool, force: bool) -> Procedure {
+    let mut extra_vars = vec![format!("node={name}")];
+    if yes {
+        extra_vars.push("{\"yes\": true}".into());
+    }
+    if force {
+        extra_vars.push("{\"force\": true}".into());
+    }
+    Procedure { playbooks: vec!["node-drain".to_string()], extra_vars, notes: Vec::new() }
+}
+
+/// Step 3 of the same procedure: `node-uncordon` with the node named.
+pub fn node_uncordon(name: &str) -> Procedure {
+    Procedure {
+        playbooks: vec!["node-uncordon".to_string()],
+        extra_vars: vec![format!("node={name}")],
+        notes: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +85,13 @@ mod tests {
         assert_eq!(p.playbooks, ["node-remove"]);
         assert_eq!(p.extra_vars, ["node=cop-worker-3", "{\"yes\": true}", "{\"force\": true}"]);
         assert_eq!(node_remove("w", false).extra_vars.len(), 2);
+    }
+
+    #[test]
+    fn node_drain_and_uncordon_name_the_node() {
+        let p = node_drain("cop-gpu-1", true, false);
+        assert_eq!(p.playbooks, ["node-drain"]);
+        assert_eq!(p.extra_vars, ["node=cop-gpu-1", "{\"yes\": true}"]);
+        assert_eq!(node_uncordon("cop-worker-2").extra_vars, ["node=cop-worker-2"]);
     }
 }

@@ -12,7 +12,8 @@ use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Playbook, PlaybookSource};
 use crate::template::{HostVarLookup, Templates, host_context};
 use crate::vars::secret::{Redactor, SecretNames};
-use crate::vars::{EnvFile, Layers, parse_extra_vars};
+use crate::vars::{EnvFile, Layers, parse_extra_vars_vaulted};
+use crate::vault::Vault;
 
 /// Where to load a site from (the CLI's global options).
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,9 @@ pub struct SiteOptions {
     pub playbook_dir: Option<PathBuf>,
     /// `None`: `templates/` beside the inventory, if present.
     pub template_dir: Option<PathBuf>,
+    /// The vault secrets for a vault-encrypted inventory, env.yaml or `-e @file`, and their
+    /// `!vault` values: read only when one is met.
+    pub vault: Arc<Vault>,
 }
 
 #[derive(Debug)]
@@ -50,7 +54,10 @@ fn beside(inventory: &[PathBuf], name: &str) -> Option<PathBuf> {
 }
 
 impl Site {
+    /// Loads the site's files. A value that was vault-encrypted is a secret whatever its name:
+    /// every variable of a vaulted file, each variable holding an inline `!vault` value.
     pub fn load(opts: &SiteOptions) -> Result<Site> {
+        let vault = opts.vault.as_ref();
         let env_path = opts.env.clone().or_else(|| beside(&opts.inventory, "env.yaml"));
         let playbook_dir = opts.playbook_dir.clone().or_else(|| beside(&opts.inventory, "playbooks"));
         let template_dir = opts.template_dir.clone().or_else(|| beside(&opts.inventory, "templates"));
@@ -58,16 +65,20 @@ impl Site {
         // with env.yaml in it).
         let mut own: Vec<PathBuf> = [&env_path, &playbook_dir, &template_dir].into_iter().flatten().cloned().collect();
         own.push(crate::inventory::site_dir(&opts.inventory).join("files"));
-        let inventory = Inventory::load_sources(&opts.inventory, &own)?;
+        let inventory = Inventory::load_sources(&opts.inventory, &own, vault)?;
         for w in &inventory.warnings {
             crate::inventory::pattern::warn(w.clone());
         }
         let env = match &env_path {
-            Some(p) => EnvFile::load(p)?,
+            Some(p) => EnvFile::load_vaulted(p, vault)?,
             None => EnvFile::empty(),
         };
-        let extra = parse_extra_vars(&opts.extra_vars)?;
-        Ok(Site::new(inventory, env, extra, playbook_dir, template_dir))
+        let extra = parse_extra_vars_vaulted(&opts.extra_vars, vault)?;
+        let inventory_secrets = inventory.secret_var_names();
+        let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
+        site.secret_names.add(inventory_secrets);
+        site.secret_names.add(extra.secret_names);
+        Ok(site)
     }
 
     pub fn new(
@@ -103,6 +114,17 @@ impl Site {
         let extra = Value::Object(self.extra.clone().into_iter().collect());
         self.secret_names.collect_values(&extra, &mut values);
         Redactor::new(values)
+    }
+
+    /// `secret_vars` entries that nothing gives a value (env.yaml, `-e`, the inventory).
+    pub fn missing_secrets(&self) -> Vec<String> {
+        let given = |n: &String| {
+            self.env.vars.contains_key(n)
+                || self.extra.contains_key(n)
+                || self.inventory.groups.values().any(|g| g.vars.contains_key(n))
+                || self.inventory.hosts.values().any(|h| h.vars.contains_key(n))
+        };
+        self.env.secret_names.iter().filter(|n| !given(n)).cloned().collect()
     }
 
     pub fn load_playbook(&self, name: &str) -> Result<Playbook> {

@@ -82,6 +82,7 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
     assert_eq!(joins[0], "cop-master-1 server", "the first server bootstraps before anything joins");
     assert_eq!(joins.len(), NAMES.len(), "{joins:?}");
     let cfg = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
+    assert!(cfg.get("kubelet-arg").is_none(), "no feature gate without DRA sharing: {cfg}");
     let token = std::fs::read_to_string(c.lab().root.join("cluster/token")).unwrap();
     assert_eq!(cfg["server"], format!("https://{}:9345", c.lab().hosts[0].addr), "{cfg}");
     assert_eq!(cfg["token"], token.trim(), "{cfg}");
@@ -100,6 +101,17 @@ fn rke2_install_joins_servers_one_at_a_time_and_a_rerun_changes_nothing() {
         let new: Vec<String> = c.lab().double_calls(i)[calls_before[i].len()..].to_vec();
         assert!(!new.iter().any(|l| l.contains("restart") || l.starts_with("install.sh")), "{}: {new:?}", NAMES[i].0);
     }
+    // DRA device sharing turns on the DRAConsumableCapacity feature gate: kubelets everywhere,
+    // and the control plane on the servers.
+    c.run_json(&["rke2-install", "-e", "gpu_dra_sharing_enabled=true"], 0);
+    let gate = serde_json::json!(["feature-gates=DRAConsumableCapacity=true"]);
+    let server = yaml_file(&c, 0, "/etc/rancher/rke2/config.yaml");
+    for arg in ["kubelet-arg", "kube-apiserver-arg", "kube-scheduler-arg", "kube-controller-manager-arg"] {
+        assert_eq!(server[arg], gate, "{arg} on a server: {server}");
+    }
+    let agent = yaml_file(&c, 4, "/etc/rancher/rke2/config.yaml");
+    assert_eq!(agent["kubelet-arg"], gate, "{agent}");
+    assert!(agent.get("kube-apiserver-arg").is_none(), "{agent}");
 }
 
 #[test]
@@ -165,7 +177,18 @@ fn rolling_restart_goes_node_by_node_and_keeps_an_admin_cordon() {
     }
     assert_eq!(order, ["cop-worker-1", "cop-worker-2", "cop-worker-3"]);
     let w1: Vec<&str> = run.iter().filter(|(h, _)| h == "cop-worker-1").map(|(_, s)| s.as_str()).collect();
-    assert_eq!(w1, ["cordon", "drain", "stop on a failed drain", "restart rke2", "wait until Ready", "uncordon"]);
+    assert_eq!(
+        w1,
+        [
+            "disruption budgets",
+            "cordon",
+            "drain",
+            "stop on a failed drain",
+            "restart rke2",
+            "wait until Ready",
+            "uncordon"
+        ]
+    );
     // kubectl ran on a server, in the manual's order; worker-2 was never uncordoned by copctl.
     let k: Vec<String> = c
         .lab()
@@ -304,6 +327,7 @@ fn node_add_then_node_remove() {
             "another server to work from",
             "not the last server",
             "etcd member count stays odd",
+            "disruption budgets",
             "cordon",
             "drain",
             "stop rke2",
@@ -718,4 +742,315 @@ fn the_registry_ca_reaches_every_node_before_rke2_restarts_and_a_missing_one_sto
     for i in 0..NAMES.len() {
         assert_eq!(c.lab().double_calls(i), before[i], "{} was touched", NAMES[i].0);
     }
+}
+
+/// Calls the doubles logged on each lab host since `before` (what `calls_now` returned then).
+fn new_calls(c: &Site, before: &[Vec<String>]) -> Vec<Vec<String>> {
+    (0..NAMES.len()).map(|i| c.lab().double_calls(i)[before[i].len()..].to_vec()).collect()
+}
+
+fn calls_now(c: &Site) -> Vec<Vec<String>> {
+    (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect()
+}
+
+/// A pod on `node` with these labels, as the kubectl double reads them (tests/doubles/README.md).
+fn pod(c: &Site, node: &str, ns_name: &str, labels: &str) {
+    let dir = c.lab().root.join("cluster/pods").join(node);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{ns_name}.pod")), labels).unwrap();
+}
+
+/// A PodDisruptionBudget `ns_name` (`app_web`) selecting `labels`, allowing `allowed` disruptions.
+fn pdb(c: &Site, ns_name: &str, labels: &str, allowed: u32) {
+    let dir = c.lab().root.join("cluster/pdbs").join(ns_name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("selector"), labels).unwrap();
+    std::fs::write(dir.join("disruptions-allowed"), format!("{allowed}\n")).unwrap();
+}
+
+fn pods_on(c: &Site, node: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(c.lab().root.join("cluster/pods").join(node))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn node_drain_leaves_the_node_cordoned_and_drained_and_touches_no_other_node() {
+    let c = installed();
+    pod(&c, "cop-worker-2", "app_web-1", "app=web\n");
+    pod(&c, "cop-worker-2", "app_api-1", "app=api\n");
+    pod(&c, "cop-worker-1", "app_web-2", "app=web\n");
+    let before = calls_now(&c);
+    let out = c.test().args(["node", "drain", "cop-worker-2"]).run().stdout;
+    assert!(
+        out.ends_with(
+            "cop-worker-2 is drained and cordoned: do the maintenance, then `copctl node uncordon cop-worker-2` \
+             (other procedures leave this cordon alone)\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true");
+    assert_eq!(node_state(&c, "cop-worker-2", "annotations"), "copctl.openmaru.io/cordoned=held");
+    assert_eq!(pods_on(&c, "cop-worker-2"), Vec::<String>::new(), "drained");
+    assert_eq!(pods_on(&c, "cop-worker-1"), ["app_web-2.pod"], "another node's pods stay");
+    // kubectl ran on the first server and changed only cop-worker-2; no other host, the node
+    // itself included, saw a single call.
+    let new = new_calls(&c, &before);
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        if i == 0 {
+            assert!(!new[0].is_empty());
+            for l in &new[0] {
+                let read = l.starts_with("kubectl get ");
+                assert!(read || l.contains(" cop-worker-2"), "{name}: `{l}` changes another node");
+                assert!(l.starts_with("kubectl "), "{name}: {l}");
+            }
+            let changes: Vec<&String> = new[0].iter().filter(|l| !l.starts_with("kubectl get ")).collect();
+            assert_eq!(
+                changes,
+                [
+                    "kubectl cordon cop-worker-2",
+                    "kubectl annotate node cop-worker-2 copctl.openmaru.io/cordoned=held --overwrite",
+                    "kubectl drain cop-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=300s"
+                ]
+            );
+        } else {
+            assert_eq!(new[i], Vec::<String>::new(), "{name} was touched");
+        }
+        if *name != "cop-worker-2" {
+            assert_eq!(node_state(&c, name, "unschedulable"), "false", "{name}");
+        }
+    }
+}
+
+#[test]
+fn node_uncordon_lifts_any_cordon_and_says_when_it_was_not_copctls() {
+    let c = installed();
+    // copctl node drain's cordon outlives other procedures: a rolling restart leaves it.
+    c.test().args(["node", "drain", "cop-worker-2"]).run();
+    let args = ["rolling-restart", "-e", "target_group=workers", "-e", "cordon_nodes=true"];
+    c.run_json(&args, 0);
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true", "the rolling restart kept the held cordon");
+    assert_eq!(node_state(&c, "cop-worker-1", "unschedulable"), "false");
+    let before = calls_now(&c);
+    let out = c.test().args(["node", "uncordon", "cop-worker-2"]).run().stdout;
+    assert!(!out.contains("WARNING"), "{out}");
+    assert!(out.ends_with("cop-worker-2 is uncordoned: pods can be scheduled on it again\n"), "{out}");
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false");
+    assert_eq!(node_state(&c, "cop-worker-2", "annotations"), "", "copctl's mark is gone");
+    // An administrator's cordon (no copctl mark): lifted as asked, and said so.
+    std::fs::write(c.lab().root.join("cluster/nodes/cop-worker-3/unschedulable"), "true\n").unwrap();
+    let out = c.test().args(["node", "uncordon", "cop-worker-3"]).run().stdout;
+    let warning = "WARNING: [cop-worker-3 -> cop-master-1] uncordon › uncordon: cop-worker-3 was cordoned by someone \
+                   else, not copctl (no copctl.openmaru.io/cordoned annotation): uncordoning it as asked\n";
+    assert!(out.contains(warning), "{out}");
+    assert!(out.ends_with("cop-worker-3 is uncordoned: pods can be scheduled on it again\n"), "{out}");
+    assert_eq!(node_state(&c, "cop-worker-3", "unschedulable"), "false");
+    // Only kubectl on the first server, only about these two nodes.
+    let new = new_calls(&c, &before);
+    let changes: Vec<&String> = new[0].iter().filter(|l| !l.starts_with("kubectl get ")).collect();
+    assert_eq!(
+        changes,
+        [
+            "kubectl uncordon cop-worker-2",
+            "kubectl annotate node cop-worker-2 copctl.openmaru.io/cordoned-",
+            "kubectl uncordon cop-worker-3"
+        ]
+    );
+    assert!(new[1..].iter().all(Vec::is_empty), "{new:?}");
+    // Not cordoned at all: nothing to do.
+    let ran = c.run_json(&["node-uncordon", "-e", "node=cop-worker-1", "--limit", "cop-worker-1"], 0);
+    assert_eq!(changed_by_host(&ran)["cop-worker-1"], 0);
+}
+
+#[test]
+fn a_pdb_allowing_no_disruption_is_named_the_drain_times_out_and_the_run_stops() {
+    let c = installed();
+    pod(&c, "cop-worker-2", "app_web-1", "app=web\ntier=front\n");
+    pod(&c, "cop-worker-2", "app_api-1", "app=api\n");
+    pdb(&c, "app_web", "app=web\n", 0);
+    pdb(&c, "app_api", "app=api\n", 1);
+    let args = ["rolling-restart", "-e", "target_group=workers", "-e", "drain_nodes=true", "-e", "drain_timeout=2"];
+    let ev = c.run_json(&args, 2).events();
+    let end = |host: &str, step: &str| {
+        ev.iter()
+            .position(|e| e["event"] == "task_end" && e["host"] == host && e["step"] == step)
+            .unwrap_or_else(|| panic!("no {step} on {host}"))
+    };
+    // Named before the drain begins, with the budget and its pod.
+    let check = &ev[end("cop-worker-2", "disruption budgets")];
+    assert_eq!(
+        check["warnings"],
+        serde_json::json!([
+            "PodDisruptionBudget app/web allows no disruption (disruptionsAllowed: 0): the drain of cop-worker-2 cannot \
+             evict app/web-1 until it does"
+        ]),
+        "{check}"
+    );
+    let drain_start = ev
+        .iter()
+        .position(|e| e["event"] == "task_start" && e["host"] == "cop-worker-2" && e["step"] == "drain")
+        .unwrap();
+    assert!(end("cop-worker-2", "disruption budgets") < drain_start);
+    assert!(ev[end("cop-worker-1", "disruption budgets")].get("warnings").is_none(), "nothing to say for worker-1");
+    // The drain timed out: the pod the budget allows to go went, the other stayed; the node is
+    // schedulable again and the run stopped there, with the whole story in one message.
+    assert_eq!(pods_on(&c, "cop-worker-2"), ["app_web-1.pod"]);
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false");
+    let failed: Vec<&Value> = ev.iter().filter(|e| e["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(
+        (failed[0]["host"].as_str(), failed[0]["step"].as_str()),
+        (Some("cop-worker-2"), Some("stop on a failed drain"))
+    );
+    assert_eq!(
+        failed[0]["msg"],
+        "drain of cop-worker-2 failed (drain cop-worker-2: error when evicting pods/\"web-1\" -n \"app\": global timeout \
+         reached: 2s; a PodDisruptionBudget refused the evictions): cop-worker-2 uncordoned, stopping here; make room \
+         for the pods (or wait for their budget), or -e drain_disable_eviction=true deletes them regardless of it"
+    );
+    let run = steps_run(&ev);
+    assert!(run.iter().any(|(h, s)| h == "cop-worker-2" && s == "uncordon after a failed drain"), "{run:?}");
+    assert!(!run.iter().any(|(h, s)| h == "cop-worker-2" && s == "restart rke2"), "{run:?}");
+    assert!(!run.iter().any(|(h, _)| h == "cop-worker-3"), "the run goes no further: {run:?}");
+
+    // Explicitly asked: the pods are deleted instead of evicted, bypassing the budget.
+    let ev = c.run_json(&[&args[..], &["-e", "drain_disable_eviction=true"]].concat(), 0).events();
+    assert_eq!(pods_on(&c, "cop-worker-2"), Vec::<String>::new());
+    let check = &ev[ev
+        .iter()
+        .position(|e| e["host"] == "cop-worker-2" && e["step"] == "disruption budgets" && e["event"] == "task_end")
+        .unwrap()];
+    assert_eq!(
+        check["warnings"],
+        serde_json::json!([
+            "app/web protects app/web-1 on cop-worker-2: disable_eviction deletes them anyway, bypassing the budget"
+        ])
+    );
+    let drains: Vec<String> =
+        c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("kubectl drain cop-worker-2")).collect();
+    assert_eq!(
+        drains,
+        [
+            "kubectl drain cop-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=2s",
+            "kubectl drain cop-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=2s --disable-eviction"
+        ]
+    );
+    assert!(steps_run(&ev).iter().any(|(h, s)| h == "cop-worker-3" && s == "restart rke2"));
+    assert!(NAMES.iter().all(|(n, _)| node_state(&c, n, "unschedulable") == "false"));
+}
+
+/// Runs copctl while playing the machines: a lab host that went down (the reboot double) comes
+/// back `down` later (same disk, new boot id) and boots (lab-boot: RKE2 starts). Returns the
+/// exit code and the JSON events.
+fn run_rebooting(c: &mut Site, args: &[&str], down: std::time::Duration) -> (Option<i32>, Vec<Value>) {
+    use std::time::{Duration, Instant};
+    let (out, err) = (c.path("reboot-run.out"), c.path("reboot-run.err"));
+    let mut child = c
+        .command(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut went_down: Vec<Option<Instant>> = vec![None; NAMES.len()];
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(400) {
+            let _ = child.kill();
+            panic!("copctl still runs after 400s:\n{}", std::fs::read_to_string(&out).unwrap_or_default());
+        }
+        for (i, d) in went_down.iter_mut().enumerate() {
+            if d.is_none() && c.lab_mut().is_down(i) {
+                *d = Some(Instant::now());
+            }
+            if d.is_some_and(|at| at.elapsed() >= down) {
+                c.lab_mut().restart(i);
+                c.lab().sh(i, "/usr/local/sbin/lab-boot");
+                *d = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&out).unwrap();
+    if status.code() != Some(0) {
+        eprintln!("{text}\n--- stderr\n{}", std::fs::read_to_string(&err).unwrap_or_default());
+    }
+    (status.code(), text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+#[test]
+fn rolling_reboot_takes_servers_one_at_a_time_and_agents_in_batches_after_the_package_upgrade() {
+    let mut c = installed();
+    std::fs::write(c.lab().root.join("cluster/ready-delay-ms"), "1000").unwrap();
+    let start = cluster_events(&c).len();
+    let before = calls_now(&c);
+    let args = [
+        "run",
+        "rolling-reboot",
+        "-e",
+        "target_group=masters:workers",
+        "-e",
+        "worker_batch=2",
+        "-e",
+        "upgrade_packages=true",
+        "--output",
+        "json",
+    ];
+    let (code, ev) = run_rebooting(&mut c, &args, std::time::Duration::from_millis(1500));
+    assert_eq!(code, Some(0));
+    assert_eq!(cluster_file(&c, "restart-violations"), Vec::<String>::new());
+    let log: Vec<Event> = cluster_events(&c).into_iter().skip(start).collect();
+    // (node, type, down, back), in the order they went down.
+    let mut reboots: Vec<(String, String, u128, u128)> = vec![];
+    for e in &log {
+        match e.what.as_str() {
+            "reboot-begin" => reboots.push((e.args[0].clone(), e.args[1].clone(), e.at, 0)),
+            "reboot-end" => {
+                let r = reboots.iter_mut().find(|r| r.0 == e.args[0] && r.3 == 0).expect("a reboot began");
+                r.3 = e.at;
+            }
+            _ => {}
+        }
+    }
+    let order: Vec<&str> = reboots.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(order.len(), 6, "each server and worker once, no GPU node: {order:?}");
+    assert_eq!(order[..3], ["cop-master-1", "cop-master-2", "cop-master-3"], "servers first, in order");
+    assert!(reboots.iter().all(|r| r.3 > 0), "every node came back: {reboots:?}");
+    let seen = |what: &str, args: &[&str], after: u128, before: u128| {
+        log.iter().any(|e| e.what == what && e.args == args && e.at > after && e.at < before)
+    };
+    // A server goes down only once the one before is back, Ready, and etcd is healthy.
+    for i in 0..3 {
+        let (s, next) = (&reboots[i], reboots[i + 1].2);
+        assert!(s.3 < next, "{} was still down when the next node went down", s.0);
+        assert!(seen("ready", &[s.0.as_str(), "True"], s.3, next), "{} not seen Ready before the next reboot", s.0);
+        assert!(seen("etcd", &["ok"], s.3, next), "etcd not seen healthy after {} and before the next reboot", s.0);
+    }
+    // Workers in batches of two: worker-1 and -2 down together; worker-3 after both are back.
+    let w = |n: &str| reboots.iter().find(|r| r.0 == n).unwrap();
+    let (w1, w2, w3) = (w("cop-worker-1"), w("cop-worker-2"), w("cop-worker-3"));
+    assert!(w1.2 < w2.3 && w2.2 < w1.3, "worker-1 and worker-2 were not down at the same time: {reboots:?}");
+    for b in [w1, w2] {
+        assert!(seen("ready", &[b.0.as_str(), "True"], b.3, w3.2), "{} not Ready before worker-3 went down", b.0);
+    }
+    // On each node: the upgrade, then the reboot; nothing on the GPU nodes; all uncordoned.
+    let new = new_calls(&c, &before);
+    for (i, (name, group)) in NAMES.iter().enumerate() {
+        let at = |p: &str| new[i].iter().position(|l| l.starts_with(p));
+        if *group == "gpu" {
+            assert_eq!(at("reboot"), None, "{name}: {:?}", new[i]);
+            continue;
+        }
+        let upgrade = at("apt-get upgrade -y -q --with-new-pkgs").unwrap_or_else(|| panic!("{name}: {:?}", new[i]));
+        assert!(at("apt-get update -q").unwrap() < upgrade);
+        assert!(upgrade < at("reboot").unwrap(), "{name}: {:?}", new[i]);
+        assert_eq!(node_state(&c, name, "unschedulable"), "false", "{name}");
+    }
+    let k = |p: &str| c.lab().double_calls(1).iter().filter(|l| l.starts_with(p)).count();
+    assert_eq!((k("kubectl cordon cop-master-1"), k("kubectl uncordon cop-master-1")), (1, 1), "from another server");
+    assert!(ev.iter().filter(|e| e["step"] == "reboot" && e["status"] == "changed").count() == 6);
 }

@@ -79,7 +79,7 @@ fn the_manuals_playbook_names_and_yaml_paths_run_the_built_in_playbooks() {
         .args(["plan", "./nosuch.yaml"])
         .status(1)
         .stdout("")
-        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: gpu-install, gpu-operator, gpu-preinstall, node-remove, rke2-install, rke2-post-install, rke2-private-registry, rolling-restart, system-dns, system-setup\n\n")
+        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: gpu-install, gpu-operator, gpu-preinstall, node-drain, node-remove, node-uncordon, rke2-install, rke2-post-install, rke2-private-registry, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
         .run();
 }
 
@@ -145,4 +145,60 @@ fn ansible_playbooks_list_flags_print_and_run_nothing() {
         .stdout("")
         .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver drop-in directory, resolver drop-in\n\n")
         .run();
+}
+
+#[test]
+fn dra_with_an_rke2_release_that_cannot_serve_it_is_refused_at_plan_time() {
+    Test::repo()
+        .args(["plan", "gpu-operator", "-e", "rke2_version=v1.31.4+rke2r1"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x playbooks/gpu-operator.yaml:8:1: gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is v1.31.4+rke2r1: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false
+   ,-[playbooks/gpu-operator.yaml:8:1]
+ 7 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
+ 8 |   - that: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>=')
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                                   `-- this requirement
+ 9 |     msg: "gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is {{ rke2_version }}: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false"
+   `----
+  help: gpu-operator requires: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>='); fix the settings in env.yaml (or -e)
+
+"#,
+        )
+        .run();
+    // The shipped default serves it; without DRA any release does.
+    Test::repo().args(["plan", "gpu-operator"]).stderr("").run();
+    Test::repo()
+        .args(["plan", "gpu-operator", "-e", "rke2_version=v1.31.4+rke2r1", "-e", "gpu_dra_enabled=false"])
+        .stderr("")
+        .run();
+    // Sharing under DRA needs the feature gate of 1.34 too (rke2-install sets it).
+    let ran = Test::repo()
+        .args(["plan", "rke2-install", "-e", "gpu_dra_sharing_enabled=true", "-e", "rke2_version=v1.33.9+rke2r1"])
+        .status(1)
+        .stdout("")
+        .run();
+    assert!(ran.stderr.starts_with("  x playbooks/rke2-install.yaml:9:1: gpu_dra_sharing_enabled (the DRAConsumableCapacity feature gate) needs Kubernetes 1.34.2 or later"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_secret_var_without_a_value_stops_the_run_when_there_is_no_terminal_to_ask() {
+    Test::new()
+        .inventory("[local]\nhere ansible_connection=local\n")
+        .env("secret_vars: [api_key]\n")
+        .playbook("p", "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        debug: { msg: \"{{ api_key }}\" }\n")
+        .args(["run", "p"])
+        .status(1)
+        .stdout("")
+        .stderr("  x env.yaml's secret_vars lists api_key but nothing gives it a value\n  help: set it in env.yaml (an inline !vault value keeps it out of cleartext), with -e or lookup('env', NAME), or run copctl on a terminal to be asked for it\n\n")
+        .run();
+    // Given with -e, it runs (and is masked).
+    let ran = Test::new()
+        .inventory("[local]\nhere ansible_connection=local\n")
+        .env("secret_vars: [api_key]\n")
+        .playbook("p", "plays:\n  - name: p\n    hosts: all\n    steps:\n      - name: s\n        debug: { msg: \"{{ api_key }}\" }\n")
+        .args(["run", "p", "-e", "api_key=k-12345"])
+        .run();
+    assert!(!ran.stdout.contains("k-12345"), "{}", ran.stdout);
 }

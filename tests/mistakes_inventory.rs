@@ -110,7 +110,7 @@ fn hosts_listed_only_under_all_are_ungrouped() {
 }
 
 #[test]
-fn vault_encrypted_inventory_is_refused() {
+fn vault_encrypted_inventory_without_a_password_says_how_to_give_one() {
     let d = site(
         "$ANSIBLE_VAULT;1.1;AES256\n62313365396662343061393464336163383764373764613633653634306231386433626436623361\n",
     );
@@ -118,11 +118,10 @@ fn vault_encrypted_inventory_is_refused() {
     assert_eq!((code, out.as_str()), (1, ""));
     assert_eq!(
         err,
-        "  x inv.ini:1:1: this inventory is a vault-encrypted file; copctl does not read vault files as inventory \
-         yet\n   ,-[inv.ini:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             \
-         `-- Ansible Vault header\n 2 | 62313365396662343061393464336163383764373764613633653634306231386433626436623361\n   \
-         `----\n  help: decrypt it (ansible-vault decrypt --output inventory.ini FILE) and pass the plain INI file \
-         with -i\n\n"
+        "  x inv.ini:1:1: Attempting to decrypt but no vault secrets found: inv.ini is vault-encrypted\n   \
+         ,-[inv.ini:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             `-- \
+         vault-encrypted\n   `----\n  help: give the vault password: pass it with --vault-id LABEL@FILE, \
+         --vault-password-file FILE or --ask-vault-pass (or set ANSIBLE_VAULT_PASSWORD_FILE)\n\n"
     );
 }
 

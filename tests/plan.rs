@@ -179,6 +179,46 @@ fn serial_batches_percent_and_list_with_run_once() {
 }
 
 #[test]
+fn a_serial_template_takes_its_size_from_the_variables() {
+    let hosts: String = (1..=5).map(|i| format!("n{i}\n")).collect();
+    let t = || {
+        Test::new().inventory(&format!("[nodes]\n{hosts}")).playbook(
+            "roll",
+            "vars: { batch: 1 }\nplays:\n  - name: roll\n    hosts: nodes\n    serial: \"{{ batch }}\"\n    steps:\n      - name: work\n        command: [true]\n",
+        )
+    };
+    let sizes = |v: Value| {
+        let mut n: Vec<usize> = vec![];
+        for task in v["tasks"].as_array().unwrap().iter().filter(|t| t["step"] == "work") {
+            let b = task["batch"].as_u64().unwrap() as usize;
+            n.resize(n.len().max(b), 0);
+            n[b - 1] += 1;
+        }
+        n
+    };
+    assert_eq!(sizes(t().args(["plan", "roll", "--format", "json"]).run().json()), [1, 1, 1, 1, 1]);
+    assert_eq!(sizes(t().args(["plan", "roll", "--format", "json", "-e", "batch=2"]).run().json()), [2, 2, 1]);
+    assert_eq!(sizes(t().args(["plan", "roll", "--format", "json", "-e", "batch=40%"]).run().json()), [2, 2, 1]);
+    t().args(["plan", "roll", "-e", "batch=none"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x playbooks/roll.yaml:3:1: play 'roll': serial: '{{ batch }}' renders to 'none', neither a count of at least 1 nor a percentage
+   ,-[playbooks/roll.yaml:3:1]
+ 2 | plays:
+ 3 |   - name: roll
+   : ^^^^^^^|^^^^^^
+   :        `-- in this play
+ 4 |     hosts: nodes
+   `----
+  help: set the variable it uses to a number of hosts (-e name=2) or a percentage (-e name=30%)
+
+"#,
+        )
+        .run();
+}
+
+#[test]
 fn limit_from_a_file_like_last_failed() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("last-failed");
@@ -195,14 +235,17 @@ fn limit_from_a_file_like_last_failed() {
 
 #[test]
 fn validate_checks_every_shipped_playbook() {
-    // A playbook that needs -e (node-remove's node) says so instead of failing the check.
+    // A playbook that needs -e (node-drain's, node-remove's, node-uncordon's node) says so
+    // instead of failing the check.
     let (_ca, ca_arg) = bastion_ca();
     Test::repo()
         .args(["validate", "-e", &ca_arg])
         .stderr("")
         .stdout(
-            r#"note: node-remove not planned: playbooks/node-remove.yaml:11:1: play 'remove': hosts: `node` is undefined
-ok: 9 host(s), 7 group(s), 10 playbook(s), 553 planned task(s); nothing was run
+            r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: `node` is undefined
+note: node-remove not planned: playbooks/node-remove.yaml:11:1: play 'remove': hosts: `node` is undefined
+note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: `node` is undefined
+ok: 9 host(s), 7 group(s), 13 playbook(s), 665 planned task(s); nothing was run
 "#,
         )
         .run();

@@ -40,7 +40,7 @@ fn bash_completes_the_sites_playbooks_hosts_and_groups() {
     let site = Site::new();
     site.write("inventory.ini", "[web]\nweb1\nweb2\n[db]\ndb1\n")
         .write("playbooks/webserver-setup.yaml", "plays: []\n");
-    assert_eq!(bash_completes(&site, &["copctl", "run", "rol"]), ["rolling-restart"]);
+    assert_eq!(bash_completes(&site, &["copctl", "run", "rol"]), ["rolling-reboot", "rolling-restart"]);
     assert_eq!(bash_completes(&site, &["copctl", "plan", "webs"]), ["webserver-setup"]);
     assert_eq!(bash_completes(&site, &["copctl", "run", "system-setup", "--limit", "we"]), ["web", "web1", "web2"]);
     assert_eq!(bash_completes(&site, &["copctl", "hosts", "web,!w"]), ["web,!web", "web,!web1", "web,!web2"]);

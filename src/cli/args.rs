@@ -82,8 +82,24 @@ pub struct Cli {
     /// More output (-v, -vv, -vvv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Vault password file, or an executable script that prints the password, as Ansible reads
+    /// them (repeatable; after these, ANSIBLE_VAULT_PASSWORD_FILE). Read only when a
+    /// vault-encrypted file or `!vault` value is met.
+    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", global = true, value_name = "FILE")]
+    pub vault_password_file: Vec<PathBuf>,
+    /// Ask for the vault password on the terminal, when a vault-encrypted file or value is met.
+    #[arg(short = 'J', long = "ask-vault-pass", visible_alias = "ask-vault-password", global = true)]
+    pub ask_vault_pass: bool,
+    /// A vault identity: LABEL@SOURCE, where SOURCE is a password file, an executable script (a
+    /// `*-client` script is asked with `--vault-id LABEL`) or `prompt` (repeatable; after
+    /// ANSIBLE_VAULT_IDENTITY_LIST). Tried before --vault-password-file.
+    #[arg(long = "vault-id", global = true, value_name = "[LABEL@]SOURCE")]
+    pub vault_id: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
+    /// The vault secrets, read once, when first needed.
+    #[arg(skip)]
+    pub vault: std::sync::OnceLock<std::sync::Arc<crate::vault::Vault>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +153,12 @@ pub enum Command {
     },
     /// Print the man page (roff): `copctl man | man -l -`.
     Man,
+    /// Encrypt, decrypt and view vault files, and encrypt strings for YAML, as ansible-vault does
+    /// (same formats, either tool reads what the other writes).
+    Vault {
+        #[command(subcommand)]
+        what: VaultCmd,
+    },
 }
 
 /// `--become-method`: Ansible's names; copctl has sudo.
@@ -153,6 +175,59 @@ pub enum Shell {
     Fish,
     Elvish,
     Powershell,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VaultCmd {
+    /// Encrypt files in place (atomically, keeping their mode), or FILE to --output; `-` or no
+    /// file: stdin to stdout.
+    Encrypt {
+        /// Files to encrypt (`-` or none: stdin).
+        #[arg(value_name = "FILE")]
+        files: Vec<String>,
+        /// Write here instead of in place (`-`: stdout); one input file only.
+        #[arg(long, value_name = "FILE")]
+        output: Option<String>,
+        /// The vault id to encrypt with (needed when several vault ids are given).
+        #[arg(long, value_name = "LABEL", env = "ANSIBLE_VAULT_ENCRYPT_IDENTITY")]
+        encrypt_vault_id: Option<String>,
+    },
+    /// Decrypt files in place (atomically, keeping their mode), or FILE to --output; `-` or no
+    /// file: stdin to stdout.
+    Decrypt {
+        /// Files to decrypt (`-` or none: stdin).
+        #[arg(value_name = "FILE")]
+        files: Vec<String>,
+        /// Write here instead of in place (`-`: stdout); one input file only.
+        #[arg(long, value_name = "FILE")]
+        output: Option<String>,
+    },
+    /// Print the decrypted content of vault files.
+    View {
+        /// Files to show decrypted.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<String>,
+    },
+    /// Encrypt strings as `!vault |` YAML values to paste into env.yaml (stdin when no string,
+    /// `-`, or --stdin-name is given).
+    #[command(name = "encrypt_string", visible_alias = "encrypt-string")]
+    EncryptString {
+        /// The strings to encrypt (none, or `-`: stdin).
+        #[arg(value_name = "STRING")]
+        strings: Vec<String>,
+        /// The variable name of each string, in order (repeatable): prints `NAME: !vault |`.
+        #[arg(short = 'n', long = "name", value_name = "NAME")]
+        names: Vec<String>,
+        /// The variable name of the string read from stdin.
+        #[arg(long, value_name = "NAME")]
+        stdin_name: Option<String>,
+        /// Write the YAML here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<String>,
+        /// The vault id to encrypt with (needed when several vault ids are given).
+        #[arg(long, value_name = "LABEL", env = "ANSIBLE_VAULT_ENCRYPT_IDENTITY")]
+        encrypt_vault_id: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -308,6 +383,41 @@ pub enum NodeCmd {
         /// Remove even the last server, leave an even etcd member count, or go on after a failed drain.
         #[arg(long)]
         force: bool,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// Cordon and drain a node for maintenance (the manual's graceful shutdown, steps 1-2, with
+    /// the GPU node checks; PodDisruptionBudgets that would block it are named first). kubectl
+    /// runs on another server; the node stays cordoned until `copctl node uncordon NAME`.
+    Drain {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
+        /// Drain although GPU work in progress on the node would be cut off.
+        #[arg(long)]
+        yes: bool,
+        /// Drain although the other GPU nodes have no room for the node's GPU work.
+        #[arg(long)]
+        force: bool,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (drain_timeout=SECONDS;
+        /// drain_disable_eviction=true deletes pods instead of evicting them, bypassing their
+        /// PodDisruptionBudgets).
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// Make a node schedulable again after maintenance (the manual's graceful shutdown, step 3):
+    /// any cordon is lifted, as asked; one copctl did not make is named.
+    Uncordon {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
         /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
         #[arg(short = 'e', long = "extra-vars")]
         extra_vars: Vec<String>,

@@ -13,12 +13,13 @@ pub fn inventory(cli: &Cli, what: &InventoryCmd) -> Result<i32> {
     let site = cli.site(&[])?;
     let inv = &site.inventory;
     let text = match what {
-        InventoryCmd::List => output::to_ansible_json(&output::list_json(inv)),
+        InventoryCmd::List => output::to_ansible_json(&output::list_json_masked(inv, &site.secret_names)),
         InventoryCmd::Graph { group } => output::graph(inv, group).ok_or_else(|| {
             Error::with_help(format!("no group named '{group}'"), "`copctl inventory graph` shows all groups")
         })?,
         InventoryCmd::Host { name } => {
-            let v = output::host_json(inv, name).ok_or_else(|| inv.no_match_error("host", name))?;
+            let v = output::host_json_masked(inv, name, &site.secret_names)
+                .ok_or_else(|| inv.no_match_error("host", name))?;
             output::to_ansible_json(&v)
         }
     };

@@ -12,13 +12,17 @@ mod node;
 mod plan;
 mod run;
 mod ssh_copy_id;
+mod vault;
 
 pub use args::Cli;
 use args::Command;
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::site::{Site, SiteOptions};
 use crate::transport::{HostKeyPolicy, HostSpec, KnownHosts, Pool, SshConfigFile, SshOptions};
+use crate::vault::{Vault, VaultOptions};
 
 /// Runs the command; returns the process exit code.
 pub fn execute(cli: &Cli) -> Result<i32> {
@@ -35,6 +39,7 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
         Command::Completions { shell } => completions::completions(*shell),
         Command::Man => completions::man(),
+        Command::Vault { what } => vault::vault(cli, what),
     }
 }
 
@@ -46,7 +51,25 @@ impl Cli {
             extra_vars: extra_vars.to_vec(),
             playbook_dir: self.playbook_dir.clone(),
             template_dir: self.template_dir.clone(),
+            vault: self.vault(),
         })
+    }
+
+    /// The vault settings: --vault-id, --vault-password-file, --ask-vault-pass, then the
+    /// ANSIBLE_VAULT_* environment variables, as Ansible orders them.
+    fn vault_options(&self) -> VaultOptions {
+        VaultOptions {
+            vault_ids: self.vault_id.clone(),
+            password_files: self.vault_password_file.clone(),
+            ask_vault_pass: self.ask_vault_pass,
+            ..VaultOptions::default()
+        }
+        .with_env()
+    }
+
+    /// The vault secrets of this command, read when a vaulted input first needs them.
+    fn vault(&self) -> Arc<Vault> {
+        self.vault.get_or_init(|| Arc::new(Vault::new(self.vault_options(), |w| eprintln!("warning: {w}")))).clone()
     }
 
     fn ssh_options(&self) -> SshOptions {

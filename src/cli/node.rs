@@ -1,6 +1,7 @@
-//! `copctl node add|remove NAME`: the manual's node procedures end to end. This file asks and
-//! prints (the key on a new node, the confirmation of a removal); which playbooks make up each
-//! procedure is `procedures`' business.
+//! `copctl node add|remove|drain|uncordon NAME`: the manual's node procedures end to end. This
+//! file asks and prints (the key on a new node, the confirmation of a removal, what state a
+//! drained or uncordoned node is left in); which playbooks make up each procedure is
+//! `procedures`' business.
 
 use std::io::Write;
 
@@ -17,7 +18,10 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
     super::init_tracing(cli.verbose, None);
     let site = cli.site(&[])?;
     let name = match what {
-        NodeCmd::Add { name, .. } | NodeCmd::Remove { name, .. } => name,
+        NodeCmd::Add { name, .. }
+        | NodeCmd::Remove { name, .. }
+        | NodeCmd::Drain { name, .. }
+        | NodeCmd::Uncordon { name, .. } => name,
     };
     if !site.inventory.hosts.contains_key(name) {
         return Err(site.inventory.no_match_error("node", name).with_extra_help(
@@ -42,7 +46,37 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
             }
             run(cli, name, extra_vars, (*output, *check, *diff), procedures::node_remove(name, *force))
         }
+        NodeCmd::Drain { name, yes, force, extra_vars, output } => {
+            let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_drain(name, *yes, *force))?;
+            if code == 0 {
+                say(
+                    *output,
+                    &format!(
+                        "{name} is drained and cordoned: do the maintenance, then `copctl node uncordon {name}` (other procedures leave this cordon alone)"
+                    ),
+                )?;
+            }
+            Ok(code)
+        }
+        NodeCmd::Uncordon { name, extra_vars, output } => {
+            let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_uncordon(name))?;
+            if code == 0 {
+                say(*output, &format!("{name} is uncordoned: pods can be scheduled on it again"))?;
+            }
+            Ok(code)
+        }
     }
+}
+
+/// The state a procedure left the node in: after the recap, or on stderr under `--output json`
+/// (stdout stays JSON lines).
+fn say(output: OutputFormat, line: &str) -> Result<()> {
+    if output == OutputFormat::Json {
+        eprintln!("{line}");
+    } else {
+        writeln!(std::io::stdout(), "{line}")?;
+    }
+    Ok(())
 }
 
 /// Step 3 of the manual: the bastion's key on the node, asked for only when key authentication

@@ -106,7 +106,8 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
 pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
     crate::run::catch_early_signals();
     let (site, plan) = crate::run::load_interruptibly(req.output, cli.verbose, || {
-        let site = cli.site(&req.extra_vars)?;
+        let mut site = cli.site(&req.extra_vars)?;
+        ask_missing_secrets(&mut site)?;
         let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
         let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
         Ok((site, plan))
@@ -124,6 +125,29 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
     }
     let pool = cli.pool(&site, &hosts)?;
     crate::run::run(site, plan, pool, req)
+}
+
+/// A `secret_vars` entry with no value is asked for once on a terminal (no echo); without a
+/// terminal the run stops before anything connects, rather than run with the secret undefined.
+fn ask_missing_secrets(site: &mut crate::site::Site) -> Result<()> {
+    use std::io::IsTerminal;
+    let missing = site.missing_secrets();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::with_help(
+            format!("env.yaml's secret_vars lists {} but nothing gives it a value", missing.join(", ")),
+            "set it in env.yaml (an inline !vault value keeps it out of cleartext), with -e or lookup('env', NAME), \
+             or run copctl on a terminal to be asked for it",
+        ));
+    }
+    for name in missing {
+        let value = rpassword::prompt_password(format!("{name} (secret_vars, no value set): "))
+            .map_err(|e| Error::plain(format!("cannot read {name} from the terminal: {e}")))?;
+        site.extra.insert(name, serde_json::Value::String(value));
+    }
+    Ok(())
 }
 
 /// `copctl runs`: the last `count` runs recorded under .copctl/runs, newest first.

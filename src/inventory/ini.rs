@@ -50,9 +50,9 @@ pub fn parse_into(inv: &mut Inventory, source: &Source) -> Result<()> {
         return Err(err(
             1,
             1,
-            "this inventory is a vault-encrypted file; copctl does not read vault files as inventory yet".into(),
+            "this inventory is vault-encrypted text: it must be decrypted before it is parsed".into(),
             "Ansible Vault header",
-            "decrypt it (ansible-vault decrypt --output inventory.ini FILE) and pass the plain INI file with -i",
+            "load it from its file with the vault password (copctl -i FILE --vault-password-file PWFILE), or decrypt it first (copctl vault decrypt FILE)",
         ));
     }
     for (idx, raw) in text.lines().enumerate() {

@@ -90,6 +90,11 @@ pub struct Inventory {
     /// What was read and is not used, said once when the site loads (files for unknown groups,
     /// keys Ansible skips): Ansible ignores these silently, copctl does not.
     pub warnings: Vec<String>,
+    /// An inventory file was vault-encrypted: every variable of the inventory files is a secret.
+    pub vaulted: bool,
+    /// Variables set by vault-encrypted group_vars/host_vars files and inline `!vault` values:
+    /// secrets whatever their names.
+    pub secret_vars: Vec<String>,
 }
 
 /// One layer of a host's variables (see `Inventory::layers`).
@@ -109,21 +114,56 @@ impl Inventory {
     }
 
     /// One inventory source (a file, a directory, or a `h1,h2,` host list) with the
-    /// `group_vars/` and `host_vars/` beside it; a site's own files in its directory (env.yaml,
-    /// playbooks/, templates/, files/) are no inventory.
+    /// `group_vars/` and `host_vars/` beside it; a vault-encrypted file or value is an error saying
+    /// how to give the password.
     pub fn load(path: &std::path::Path) -> Result<Inventory> {
+        Inventory::load_vaulted(path, &crate::vault::VaultSecrets::default())
+    }
+
+    /// `load`, decrypting vault-encrypted files and values with `secrets` (asked for only then);
+    /// a site's own files in a directory source (env.yaml, playbooks/, templates/, files/) are no
+    /// inventory.
+    pub fn load_vaulted(path: &std::path::Path, secrets: &dyn crate::vault::SecretSource) -> Result<Inventory> {
         let sources = [path.to_path_buf()];
         let base = site_dir(&sources);
         let own: Vec<std::path::PathBuf> =
             ["env.yaml", "playbooks", "templates", "files"].iter().map(|n| base.join(n)).collect();
-        Inventory::load_sources(&sources, &own)
+        Inventory::load_sources(&sources, &own, secrets)
     }
 
     /// The sources of `-i`, merged in order as Ansible merges them, then the `group_vars/` and
     /// `host_vars/` beside each. `site_files` are copctl's own files, skipped where a directory
-    /// source holds them (env.yaml, playbooks/, templates/: they are no inventory).
-    pub fn load_sources(sources: &[std::path::PathBuf], site_files: &[std::path::PathBuf]) -> Result<Inventory> {
-        source::load(sources, site_files)
+    /// source holds them (env.yaml, playbooks/, templates/: they are no inventory). Vault-encrypted
+    /// files and `!vault` values are decrypted with `secrets`, asked for only when one is met.
+    pub fn load_sources(
+        sources: &[std::path::PathBuf],
+        site_files: &[std::path::PathBuf],
+        secrets: &dyn crate::vault::SecretSource,
+    ) -> Result<Inventory> {
+        source::load(sources, site_files, secrets)
+    }
+
+    /// Every variable name set in the inventory files (hosts and groups).
+    pub fn var_names(&self) -> Vec<String> {
+        let mut out: IndexSet<String> = IndexSet::new();
+        for h in self.hosts.values() {
+            out.extend(h.vars.keys().cloned());
+        }
+        for g in self.groups.values() {
+            out.extend(g.vars.keys().cloned());
+        }
+        out.into_iter().collect()
+    }
+
+    /// The variables that are secrets because they were vault-encrypted: all of the inventory
+    /// files' when one was, and those of encrypted variable files and inline `!vault` values.
+    pub fn secret_var_names(&self) -> Vec<String> {
+        let mut out: IndexSet<String> = IndexSet::new();
+        if self.vaulted {
+            out.extend(self.var_names());
+        }
+        out.extend(self.secret_vars.iter().cloned());
+        out.into_iter().collect()
     }
 
     fn empty(source: Source) -> Self {
@@ -133,6 +173,8 @@ impl Inventory {
             groups: IndexMap::new(),
             var_dirs: Vec::new(),
             warnings: Vec::new(),
+            vaulted: false,
+            secret_vars: Vec::new(),
         };
         let none: Arc<str> = "".into();
         inv.groups.insert("all".into(), Group::new("all", &none, 0));

@@ -12,7 +12,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::{Inventory, MAX_HOSTS, MAX_INVENTORY_BYTES, address, ini, range, var_files};
-use crate::error::{Error, Result, Source, read_source};
+use crate::error::{Error, Result, Source};
+use crate::vault::SecretSource;
 
 /// What Ansible skips in an inventory directory: hidden names, the variable directories, and
 /// `INVENTORY_IGNORE_EXTS` (`REJECT_EXTS` + `.orig`, `.cfg`, `.retry`); `INVENTORY_IGNORE_PATTERNS`
@@ -52,7 +53,7 @@ pub(super) fn extension(name: &str) -> &str {
     }
 }
 
-pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
+pub fn load(sources: &[PathBuf], site_files: &[PathBuf], secrets: &dyn SecretSource) -> Result<Inventory> {
     let name = sources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
     let mut inv = Inventory::empty(Source::new(name, ""));
     let skip: Vec<PathBuf> = site_files.iter().filter_map(|p| p.canonicalize().ok()).collect();
@@ -70,10 +71,10 @@ pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
             )
         })?;
         if meta.is_dir() {
-            parse_dir(&mut inv, s, &skip, &mut warnings)?;
+            parse_dir(&mut inv, s, &skip, &mut warnings, secrets)?;
             bases.push(s.clone());
         } else {
-            let source = parse_file(&mut inv, s)?;
+            let source = parse_file(&mut inv, s, secrets)?;
             if sources.len() == 1 {
                 // One file: the inventory is that file (messages name it, as before).
                 inv.source = source;
@@ -91,7 +92,8 @@ pub fn load(sources: &[PathBuf], site_files: &[PathBuf]) -> Result<Inventory> {
         let dir = match dirs.iter().find(|(k, _)| *k == key) {
             Some((_, d)) => d.clone(),
             None => {
-                let d = Arc::new(var_files::load(&base, &inv, &mut warnings)?);
+                let d = Arc::new(var_files::load(&base, &inv, &mut warnings, secrets)?);
+                inv.secret_vars.extend(d.secret_vars.iter().cloned());
                 dirs.push((key, d.clone()));
                 d
             }
@@ -127,7 +129,13 @@ fn host_list(inv: &mut Inventory, list: &str) -> Result<()> {
 /// Every inventory file under `dir`, in sorted order, recursively, as `parse_source` walks it.
 /// Subdirectories' own group_vars/ and host_vars/ are not read (Ansible reads them beside the
 /// sources given with -i only): said in a warning.
-fn parse_dir(inv: &mut Inventory, dir: &Path, skip: &[PathBuf], warnings: &mut Vec<String>) -> Result<()> {
+fn parse_dir(
+    inv: &mut Inventory,
+    dir: &Path,
+    skip: &[PathBuf],
+    warnings: &mut Vec<String>,
+    secrets: &dyn SecretSource,
+) -> Result<()> {
     let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
         .map_err(|e| Error::plain(format!("cannot read the inventory directory {}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.file_name()))
@@ -154,32 +162,28 @@ fn parse_dir(inv: &mut Inventory, dir: &Path, skip: &[PathBuf], warnings: &mut V
                     ));
                 }
             }
-            parse_dir(inv, &path, skip, warnings)?;
+            parse_dir(inv, &path, skip, warnings, secrets)?;
         } else {
-            parse_file(inv, &path)?;
+            parse_file(inv, &path, secrets)?;
         }
     }
     Ok(())
 }
 
 /// One inventory file: YAML where Ansible's `yaml` plugin takes it, else INI. Returns the file.
-fn parse_file(inv: &mut Inventory, path: &Path) -> Result<Source> {
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.len() > MAX_INVENTORY_BYTES
-    {
-        return Err(Error::with_help(
-            format!(
-                "{}: the inventory is {} bytes; copctl reads inventories of at most {MAX_INVENTORY_BYTES} bytes",
-                path.display(),
-                meta.len()
-            ),
-            format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
-        ));
-    }
-    let source = read_source(path)?;
+/// A vault-encrypted file is decrypted first (its variables are then all secrets); its parse
+/// errors name lines without quoting them.
+fn parse_file(inv: &mut Inventory, path: &Path, secrets: &dyn SecretSource) -> Result<Source> {
+    let loaded = read(path, secrets, true)?;
+    inv.vaulted |= loaded.encrypted;
+    parse_text(inv, path, &loaded.source, secrets).map_err(|e| loaded.guard(e))?;
+    Ok(loaded.source)
+}
+
+fn parse_text(inv: &mut Inventory, path: &Path, source: &Source, secrets: &dyn SecretSource) -> Result<()> {
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let ext = extension(&file_name);
-    if is_script(path, &source) {
+    if is_script(path, source) {
         return Err(source.error_at(
             1,
             1,
@@ -200,13 +204,14 @@ fn parse_file(inv: &mut Inventory, path: &Path) -> Result<Source> {
     }
     let mut yaml_error = None;
     if ext.is_empty() || YAML_EXTS.contains(&ext) {
-        match super::yaml::load(&source) {
-            Ok(Value::Object(map)) if !map.is_empty() => {
-                super::yaml::parse_into(inv, &source, map)?;
-                return Ok(source);
+        match super::yaml::load(source, secrets) {
+            Ok((Value::Object(map), vaulted)) if !map.is_empty() => {
+                super::yaml::parse_into(inv, source, map)?;
+                inv.secret_vars.extend(vaulted.iter().filter_map(|p| super::yaml::var_of(p)));
+                return Ok(());
             }
             // Empty, or no mapping: Ansible's yaml plugin declines and the INI plugin reads it.
-            Ok(other) => {
+            Ok((other, _)) => {
                 if YAML_EXTS.contains(&ext) && !other.is_null() {
                     yaml_error = Some(source.error_at(
                         1,
@@ -224,8 +229,8 @@ fn parse_file(inv: &mut Inventory, path: &Path) -> Result<Source> {
             Err(e) => yaml_error = Some(e),
         }
     }
-    match ini::parse_into(inv, &source) {
-        Ok(()) => Ok(source),
+    match ini::parse_into(inv, source) {
+        Ok(()) => Ok(()),
         // A .yml file that is no INI either: its YAML error is the one that helps. A file
         // without extension that starts as YAML likewise.
         Err(ini_error) => match yaml_error {
@@ -233,6 +238,31 @@ fn parse_file(inv: &mut Inventory, path: &Path) -> Result<Source> {
             _ => Err(ini_error),
         },
     }
+}
+
+/// A file of the inventory (`inventory`), or a variable file, decrypted when vault-encrypted;
+/// its size checked before it is read.
+pub(super) fn read(path: &Path, secrets: &dyn SecretSource, inventory: bool) -> Result<crate::vault::LoadedSource> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.len() > MAX_INVENTORY_BYTES
+    {
+        let size = meta.len();
+        return Err(if inventory {
+            Error::with_help(
+                format!(
+                    "{}: the inventory is {size} bytes; copctl reads inventories of at most {MAX_INVENTORY_BYTES} bytes",
+                    path.display()
+                ),
+                format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
+            )
+        } else {
+            Error::plain(format!(
+                "{}: the file is {size} bytes; copctl reads variable files of at most {MAX_INVENTORY_BYTES} bytes",
+                path.display()
+            ))
+        });
+    }
+    crate::vault::read_source(path, secrets)
 }
 
 fn is_script(path: &Path, source: &Source) -> bool {

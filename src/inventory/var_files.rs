@@ -15,8 +15,9 @@ use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
 
 use super::source::{extension, kind};
-use super::{Inventory, MAX_INVENTORY_BYTES, Vars};
-use crate::error::{Error, Result, read_source};
+use super::{Inventory, Vars};
+use crate::error::{Error, Result};
+use crate::vault::SecretSource;
 
 /// What Ansible tries after `NAME`, in order.
 const EXTS: [&str; 3] = [".yml", ".yaml", ".json"];
@@ -45,6 +46,8 @@ pub struct VarDir {
     pub base: PathBuf,
     pub groups: IndexMap<String, VarLayer>,
     pub hosts: IndexMap<String, VarLayer>,
+    /// Variables of vault-encrypted files and inline `!vault` values: secrets.
+    pub secret_vars: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -69,14 +72,14 @@ impl Kind {
 }
 
 /// Reads the files of every group and host of `inv` under `base`; warns about the others.
-pub fn load(base: &Path, inv: &Inventory, warnings: &mut Vec<String>) -> Result<VarDir> {
+pub fn load(base: &Path, inv: &Inventory, warnings: &mut Vec<String>, secrets: &dyn SecretSource) -> Result<VarDir> {
     let mut out = VarDir { base: base.to_path_buf(), ..VarDir::default() };
     for kind in [Kind::Group, Kind::Host] {
         let names: Vec<&String> = match kind {
             Kind::Group => inv.groups.keys().collect(),
             Kind::Host => inv.hosts.keys().collect(),
         };
-        let layers = read_kind(base, kind, &names, inv, warnings)?;
+        let layers = read_kind(base, kind, &names, inv, warnings, secrets, &mut out.secret_vars)?;
         match kind {
             Kind::Group => {
                 for (g, l) in &layers {
@@ -104,6 +107,8 @@ fn read_kind(
     names: &[&String],
     inv: &Inventory,
     warnings: &mut Vec<String>,
+    secrets: &dyn SecretSource,
+    secret_vars: &mut Vec<String>,
 ) -> Result<IndexMap<String, VarLayer>> {
     let dir = base.join(kind.dir());
     let mut out = IndexMap::new();
@@ -139,7 +144,7 @@ fn read_kind(
         claimed.insert(name.as_str(), candidate.clone());
         let mut layer = VarLayer::default();
         for f in files {
-            read_file(&f, &mut layer)?;
+            read_file(&f, &mut layer, secrets, secret_vars)?;
         }
         out.insert(name.to_string(), layer);
     }
@@ -234,46 +239,36 @@ fn dir_files(dir: &Path, warnings: &mut Vec<String>) -> Vec<PathBuf> {
     out
 }
 
-/// One variable file into `layer`: a mapping (or nothing: an empty file is skipped).
-fn read_file(path: &Path, layer: &mut VarLayer) -> Result<()> {
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.len() > MAX_INVENTORY_BYTES
-    {
-        return Err(Error::plain(format!(
-            "{}: the file is {} bytes; copctl reads variable files of at most {MAX_INVENTORY_BYTES} bytes",
-            path.display(),
-            meta.len()
-        )));
-    }
-    let source = read_source(path)?;
-    if source.text.starts_with("$ANSIBLE_VAULT;") {
-        return Err(source.error_at(
-            1,
-            1,
-            0,
-            "this variable file is vault-encrypted; copctl does not read vault files here yet",
-            "Ansible Vault header",
-            Some(format!(
-                "decrypt it (ansible-vault decrypt {}) or move its secrets to env.yaml (see README.md, Secrets)",
-                path.display()
-            )),
-        ));
-    }
-    let value = super::yaml::load(&source)?;
+/// One variable file into `layer`: a mapping (or nothing: an empty file is skipped). A
+/// vault-encrypted file is decrypted first, and its inline `!vault` values: their variables are
+/// secrets.
+fn read_file(
+    path: &Path,
+    layer: &mut VarLayer,
+    secrets: &dyn SecretSource,
+    secret_vars: &mut Vec<String>,
+) -> Result<()> {
+    let loaded = super::source::read(path, secrets, false)?;
+    let source = &loaded.source;
+    let (value, vaulted) = super::yaml::load(source, secrets).map_err(|e| loaded.guard(e))?;
     let map = match value {
         Value::Null => return Ok(()),
         Value::Object(m) => m,
         other => {
-            return Err(source.error_at(
+            return Err(loaded.guard(source.error_at(
                 1,
                 1,
                 0,
                 format!("a variable file is a mapping of variables (name: value), not {}", kind(&other)),
                 "not a mapping",
                 Some("write one `name: value` per line at the top level".into()),
-            ));
+            )));
         }
     };
+    if loaded.encrypted {
+        secret_vars.extend(map.keys().cloned());
+    }
+    secret_vars.extend(vaulted.into_iter().filter_map(|p| p.into_iter().next()));
     if map.is_empty() {
         return Ok(());
     }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{Group, Inventory, MAX_HOSTS, address, ini, range, source::kind};
 use crate::error::{Error, Result, Source};
+use crate::vault::SecretSource;
 
 struct Reader<'a> {
     source: &'a Source,
@@ -267,16 +268,109 @@ impl Reader<'_> {
 
 /// A YAML file Ansible reads (an inventory, a group_vars/ or host_vars/ file) as a JSON value,
 /// with Ansible's tags: `!unsafe` text is kept as Ansible marks it (`{"__ansible_unsafe": ..}`,
-/// never templated), and an inline `!vault` value is an error at its line (not decrypted yet).
-pub(super) fn load(source: &Source) -> Result<Value> {
-    crate::yaml::parse_ansible::<Node>(source).map(|n| n.0)
+/// never templated), and inline `!vault` values are decrypted with `secrets` (asked for only
+/// when one is met; an undecryptable value is an error at its tag). Also returns where each
+/// decrypted value was, as its path of keys: their variables are secrets.
+pub(super) fn load(source: &Source, secrets: &dyn SecretSource) -> Result<(Value, Vec<Vec<String>>)> {
+    let value = crate::yaml::parse_ansible::<Node>(source)?.0;
+    if !source.text.contains("!vault") {
+        return Ok((value, vec![]));
+    }
+    let mut found = vec![];
+    let value = decrypt(value, source, secrets, &mut vec![], &mut found)?;
+    Ok((value, found))
+}
+
+/// The variable a decrypted value of a YAML inventory belongs to, from its path of keys: the key
+/// under a `vars:`, or under a host of `hosts:`.
+pub(super) fn var_of(path: &[String]) -> Option<String> {
+    let at = |key: &str, skip: usize| path.iter().rposition(|k| k == key).and_then(|i| path.get(i + skip)).cloned();
+    at("vars", 1).or_else(|| at("hosts", 2))
+}
+
+/// What a `!vault` value is until it is decrypted: its text and where its tag is.
+const VAULT_TEXT: &str = "\u{1}vault";
+const VAULT_LINE: &str = "\u{1}line";
+const VAULT_COLUMN: &str = "\u{1}column";
+
+fn decrypt(
+    value: Value,
+    source: &Source,
+    secrets: &dyn SecretSource,
+    path: &mut Vec<String>,
+    found: &mut Vec<Vec<String>>,
+) -> Result<Value> {
+    Ok(match value {
+        Value::Object(m) if m.contains_key(VAULT_TEXT) => {
+            let at = |k: &str| m.get(k).and_then(Value::as_u64).unwrap_or(1) as usize;
+            let (line, column) = tag_position(source, at(VAULT_LINE), at(VAULT_COLUMN));
+            let Some(text) = m.get(VAULT_TEXT).and_then(Value::as_str) else {
+                return Err(source.error_at(
+                    line,
+                    column,
+                    0,
+                    "the '!vault' tag requires a string value",
+                    "not a string",
+                    Some("put the output of `ansible-vault encrypt_string` here: `!vault |` and the indented $ANSIBLE_VAULT lines".into()),
+                ));
+            };
+            let plain = secrets.secrets()?.decrypt(text.as_bytes()).map_err(|e| e.at(source, line, column))?;
+            let plain = String::from_utf8(plain.to_vec())
+                .map_err(|_| source.error_at(line, column, 0, "the decrypted value is not UTF-8 text", "here", None))?;
+            found.push(path.clone());
+            Value::String(plain)
+        }
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                path.push(k.clone());
+                let v = decrypt(v, source, secrets, path, found)?;
+                path.pop();
+                out.insert(k, v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => {
+            let mut out = Vec::with_capacity(a.len());
+            for (i, v) in a.into_iter().enumerate() {
+                path.push(i.to_string());
+                out.push(decrypt(v, source, secrets, path, found)?);
+                path.pop();
+            }
+            Value::Array(out)
+        }
+        other => other,
+    })
+}
+
+/// Where the `!vault` tag itself is: the parser places a `|` block at its first content line, an
+/// operator looks for the `key: !vault |` line above it.
+fn tag_position(source: &Source, line: usize, column: usize) -> (usize, usize) {
+    let lines: Vec<&str> = source.text.lines().collect();
+    let find = |l: usize, upto: Option<usize>| -> Option<usize> {
+        let text = lines.get(l.checked_sub(1)?)?;
+        let text: String = match upto {
+            Some(c) => text.chars().take(c.saturating_sub(1)).collect(),
+            None => text.to_string(),
+        };
+        let byte = text.rfind("!vault")?;
+        Some(text[..byte].chars().count() + 1)
+    };
+    if let Some(c) = find(line, Some(column)) {
+        return (line, c);
+    }
+    match find(line.saturating_sub(1), None) {
+        Some(c) => (line - 1, c),
+        None => (line, column),
+    }
 }
 
 struct Node(Value);
 
 impl<'de> serde::Deserialize<'de> for Node {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let serde_saphyr::Tagged(Plain(v), tag) = serde_saphyr::Tagged::<Plain>::deserialize(d)?;
+        let spanned = serde_saphyr::Spanned::<serde_saphyr::Tagged<Plain>>::deserialize(d)?;
+        let serde_saphyr::Tagged(Plain(v), tag) = spanned.value;
         match tag.as_deref() {
             Some("!unsafe") => {
                 let text = match v {
@@ -286,10 +380,11 @@ impl<'de> serde::Deserialize<'de> for Node {
                 };
                 Ok(Node(Value::Object(Map::from_iter([("__ansible_unsafe".to_string(), Value::String(text))]))))
             }
-            Some("!vault") => Err(serde::de::Error::custom(
-                "an inline !vault value: copctl does not decrypt vault values yet (decrypt it with ansible-vault, \
-                 or move the secret to env.yaml)",
-            )),
+            Some("!vault" | "!vault-encrypted") => Ok(Node(Value::Object(Map::from_iter([
+                (VAULT_TEXT.to_string(), v),
+                (VAULT_LINE.to_string(), Value::from(spanned.referenced.line())),
+                (VAULT_COLUMN.to_string(), Value::from(spanned.referenced.column())),
+            ])))),
             _ => Ok(Node(v)),
         }
     }

@@ -115,7 +115,7 @@ struct Builder<'a> {
 }
 
 /// Plans `playbooks` on the site's inventory, limited by `limit`.
-pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Result<Plan> {
+pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> Result<Plan> {
     let inv = &site.inventory;
     let limit_set: Option<IndexSet<String>> = match limit {
         Some(l) => {
@@ -173,6 +173,7 @@ pub fn plan(site: &Site, playbooks: Vec<Playbook>, limit: Option<&str>) -> Resul
             }
         }
     }
+    resolve_serial_templates(site, &mut playbooks)?;
     let mut b = Builder { site, graph: DiGraph::new(), host_end: vec![], play_end: vec![], producers: HashMap::new() };
     let mut all_batches = Vec::new();
     let mut warnings = Vec::new();
@@ -552,6 +553,50 @@ fn check_pattern_names(site: &Site, pb: &Playbook, play: &Play, pattern: &str) -
             "in this play",
             Some(help),
         ));
+    }
+    Ok(())
+}
+
+/// `serial: "{{ worker_batch }}"`: rendered with the site's variables (as `hosts:`), each must
+/// give a count or a percentage.
+fn resolve_serial_templates(site: &Site, playbooks: &mut [Playbook]) -> Result<()> {
+    for pb in playbooks.iter_mut() {
+        let mut resolved = Vec::new();
+        for (ki, play) in pb.plays.iter().enumerate() {
+            for (k, t) in &play.serial_templates {
+                let at = |msg: String, help: Option<String>| {
+                    pb.source.error_at(
+                        play.line,
+                        1,
+                        0,
+                        format!("play '{}': serial: {msg}", play.name),
+                        "in this play",
+                        help,
+                    )
+                };
+                let text = site.render_global(pb, &play.vars, t).map_err(|e| {
+                    let needs_var = crate::template::Templates::is_undefined_error(&e);
+                    let err = at(
+                        crate::template::describe_error(&e),
+                        needs_var.then(|| "this playbook needs that variable: pass it with -e name=value".into()),
+                    );
+                    if needs_var { err.with_kind(ErrorKind::NeedsVar) } else { err }
+                })?;
+                let Some(b) = crate::playbook::parse_batch(&text) else {
+                    return Err(at(
+                        format!("'{t}' renders to '{text}', neither a count of at least 1 nor a percentage"),
+                        Some(
+                            "set the variable it uses to a number of hosts (-e name=2) or a percentage (-e name=30%)"
+                                .into(),
+                        ),
+                    ));
+                };
+                resolved.push((ki, *k, b));
+            }
+        }
+        for (ki, k, b) in resolved {
+            pb.plays[ki].serial[k] = b;
+        }
     }
     Ok(())
 }

@@ -19,7 +19,8 @@ pub use step::{Action, Condition, OneOrMany, StepDef};
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/playbooks");
 
-/// `serial:` entries: a host count or a percentage of the play's hosts.
+/// `serial:` entries: a host count or a percentage of the play's hosts (either may be a template,
+/// `"{{ worker_batch }}"`, resolved when planning).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum SerialItem {
@@ -111,6 +112,9 @@ pub struct Play {
     /// Plays that must finish before this one starts. `None`: the previous play of the playbook.
     pub needs: Option<Vec<String>>,
     pub serial: Vec<Batch>,
+    /// `serial` entries written as templates (index into `serial`, text): the planner renders
+    /// them with the site's variables and puts the batch rule in their place.
+    pub serial_templates: Vec<(usize, String)>,
     /// Failed hosts allowed per batch, as a percentage (must be exceeded to abort).
     pub max_fail: Option<Batch>,
     pub any_errors_fatal: bool,
@@ -302,13 +306,22 @@ impl Playbook {
                     Some("play names are what `needs:` refers to: make them unique".into()),
                 ));
             }
-            let serial = match d.serial {
+            let items = match d.serial {
                 None => vec![],
-                Some(SerialDef::One(i)) => vec![batch(&source, line, col, &i, "serial")?],
-                Some(SerialDef::Many(v)) => {
-                    v.iter().map(|i| batch(&source, line, col, i, "serial")).collect::<Result<_>>()?
-                }
+                Some(SerialDef::One(i)) => vec![i],
+                Some(SerialDef::Many(v)) => v,
             };
+            let mut serial = Vec::new();
+            let mut serial_templates = Vec::new();
+            for (k, i) in items.iter().enumerate() {
+                match i {
+                    SerialItem::Percent(t) if t.contains("{{") => {
+                        serial_templates.push((k, t.clone()));
+                        serial.push(Batch::Count(1));
+                    }
+                    _ => serial.push(batch(&source, line, col, i, "serial")?),
+                }
+            }
             let max_fail = d.max_fail.as_ref().map(|i| batch(&source, line, col, i, "max_fail")).transpose()?;
             let mut steps = Vec::new();
             for s in d.steps {
@@ -324,6 +337,7 @@ impl Playbook {
                 hosts: d.hosts,
                 needs: d.needs,
                 serial,
+                serial_templates,
                 max_fail,
                 any_errors_fatal: d.any_errors_fatal,
                 throttle: d.throttle,
@@ -390,6 +404,15 @@ impl Playbook {
     /// All steps and handlers, for checks that look at every one.
     pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
         self.plays.iter().flat_map(|p| p.steps.iter()).chain(self.handlers.iter())
+    }
+}
+
+/// A `serial` entry as rendered from its template (`"2"`, `"30%"`); None when it is neither.
+pub fn parse_batch(text: &str) -> Option<Batch> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Some(Batch::Count(n as usize)),
+        Ok(_) => None,
+        Err(_) => parse_percent(text).map(Batch::Percent),
     }
 }
 

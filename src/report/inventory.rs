@@ -7,10 +7,15 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::inventory::Inventory;
-use crate::vars::secret::mask_secret_values;
+use crate::vars::secret::SecretNames;
 
 /// `ansible-inventory --list` for the whole inventory. Secret-named variables are masked.
 pub fn list_json(inv: &Inventory) -> Value {
+    list_json_masked(inv, &SecretNames::default())
+}
+
+/// `list_json`, masking the site's secrets too (`secret_vars`, vault-encrypted values).
+pub fn list_json_masked(inv: &Inventory, secrets: &SecretNames) -> Value {
     let hosts = inv.group_hosts("all");
     let mut out = Map::new();
     let mut seen = indexmap::IndexSet::new();
@@ -20,7 +25,7 @@ pub fn list_json(inv: &Inventory) -> Value {
         let vars = inv.listed_host_vars(h);
         if !vars.is_empty() {
             let mut v = Value::Object(vars.into_iter().collect());
-            mask_secret_values(&mut v);
+            secrets.mask(&mut v);
             hostvars.insert(h.clone(), v);
         }
     }
@@ -104,8 +109,13 @@ fn graph_group(inv: &Inventory, name: &str, depth: usize, lines: &mut Vec<String
 /// `ansible-inventory --host NAME`: the host's merged variables. Unlike `--list`, Ansible prints
 /// unsafe text here unmarked (its encoder marks trust under `_meta.hostvars` only).
 pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
+    host_json_masked(inv, host, &SecretNames::default())
+}
+
+/// `host_json`, masking the site's secrets too (`secret_vars`, vault-encrypted values).
+pub fn host_json_masked(inv: &Inventory, host: &str, secrets: &SecretNames) -> Option<Value> {
     inv.hosts.get(host)?;
     let mut v = Value::Object(inv.host_vars(host).into_iter().collect());
-    mask_secret_values(&mut v);
+    secrets.mask(&mut v);
     Some(v)
 }

@@ -63,6 +63,9 @@ pub struct TaskEnd {
     pub ignored: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// Shown whatever the status (and on a terminal even when nothing else is).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     #[serde(skip)]
     pub stdout: String,
     #[serde(skip)]
@@ -186,6 +189,7 @@ impl Reporter {
 
     pub fn task_end(&mut self, mut t: TaskEnd) {
         t.msg = self.redact(&t.msg);
+        t.warnings = t.warnings.iter().map(|w| self.redact(w)).collect();
         t.diff = if self.diff { t.diff.map(|d| self.redact(&d)) } else { None };
         let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
@@ -204,6 +208,10 @@ impl Reporter {
         }
         if self.format != OutputFormat::Human {
             return;
+        }
+        for w in &t.warnings {
+            let on = t.runs_on.as_ref().map(|r| format!(" -> {r}")).unwrap_or_default();
+            self.say(&format!("WARNING: [{}{on}] {} › {}: {w}", t.host, t.play, t.step));
         }
         // On a terminal only what needs attention is printed as it happens; elsewhere every event.
         let show = self.tty.is_none()

@@ -55,6 +55,9 @@ impl RunRecord {
         if !t.msg.is_empty() {
             let _ = writeln!(f, "msg: {}", t.msg);
         }
+        for w in &t.warnings {
+            let _ = writeln!(f, "warning: {w}");
+        }
         if !t.stdout.is_empty() {
             let _ = writeln!(f, "--- stdout\n{}", r.redact(&t.stdout));
         }

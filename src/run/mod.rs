@@ -383,6 +383,7 @@ impl Engine {
             stdout: o.result.get("stdout").and_then(Value::as_str).unwrap_or("").to_string(),
             stderr: o.result.get("stderr").and_then(Value::as_str).unwrap_or("").to_string(),
             commands: o.commands.clone(),
+            warnings: o.warnings.clone(),
         }
     }
 

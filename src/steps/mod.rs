@@ -195,6 +195,9 @@ pub struct Outcome {
     /// Arguments rendered from secrets, as (rendered, source): `withhold` puts the source back
     /// wherever the rendered text shows up in the message or diff.
     pub rendered_secrets: Vec<(String, String)>,
+    /// What the operator must see whatever the step's status (a drain a PodDisruptionBudget will
+    /// block): shown on the terminal even when ok, and in the JSON event.
+    pub warnings: Vec<String>,
 }
 
 /// What is said in place of text rendered from secrets.
@@ -220,6 +223,7 @@ impl Outcome {
             commands: vec![],
             secret_reads: BTreeSet::new(),
             rendered_secrets: vec![],
+            warnings: vec![],
         }
     }
 

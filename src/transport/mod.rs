@@ -8,6 +8,7 @@ pub mod known_hosts;
 mod local;
 pub mod spec;
 pub mod ssh;
+pub mod sudo;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -130,23 +131,6 @@ pub enum Connection {
     Local(LocalConnection),
 }
 
-/// `sudo` around a command when the host asks for become; the password goes over stdin.
-fn with_become(spec: &HostSpec, command: &str, stdin: Option<&[u8]>) -> (String, Option<Vec<u8>>) {
-    let Some(b) = &spec.r#become else { return (command.to_string(), stdin.map(<[u8]>::to_vec)) };
-    if b.user == spec.endpoint.user {
-        return (command.to_string(), stdin.map(<[u8]>::to_vec));
-    }
-    let q = crate::template::shell_quote;
-    match &b.password {
-        None => (format!("sudo -n -H -u {} -- sh -c {}", q(&b.user), q(command)), stdin.map(<[u8]>::to_vec)),
-        Some(pw) => {
-            let mut input = format!("{}\n", pw.expose()).into_bytes();
-            input.extend_from_slice(stdin.unwrap_or_default());
-            (format!("sudo -S -p '' -H -u {} -- sh -c {}", q(&b.user), q(command)), Some(input))
-        }
-    }
-}
-
 /// Random hex digits: a tag no script prints by chance (shell output markers, temp file names).
 fn random_hex() -> String {
     let mut b = [0u8; 12];
@@ -181,25 +165,46 @@ impl HostConnection {
 
 impl HostConnection {
     pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
-        let (command, stdin) = with_become(&self.spec, req.command, req.stdin);
-        match &self.conn {
-            Connection::Ssh(c) => {
-                let s = stdin.as_deref().map(StdinSource::Bytes).unwrap_or(StdinSource::None);
-                c.exec(&command, s, req.timeout).await
-            }
-            Connection::Local(c) => c.exec(&command, stdin.as_deref(), req.timeout).await,
-        }
+        let Some(sudo) = sudo::Sudo::for_spec(&self.spec) else {
+            return match &self.conn {
+                Connection::Ssh(c) => {
+                    let s = req.stdin.map(StdinSource::Bytes).unwrap_or(StdinSource::None);
+                    c.exec(req.command, s, req.timeout).await
+                }
+                Connection::Local(c) => c.exec(req.command, req.stdin, req.timeout).await,
+            };
+        };
+        let (command, mut input) = sudo.wrap(req.command);
+        input.extend_from_slice(req.stdin.unwrap_or_default());
+        let out = match &self.conn {
+            Connection::Ssh(c) => c.exec(&command, StdinSource::Bytes(&input), req.timeout).await?,
+            Connection::Local(c) => c.exec(&command, Some(&input), req.timeout).await?,
+        };
+        sudo.check(&self.spec.name, out)
     }
 
     /// Writes `dest` atomically with `mode`; returns the content's sha256.
     pub async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
         match &self.conn {
-            Connection::Ssh(c) => c.put(source, dest, mode, None, Duration::from_secs(3600)).await,
+            Connection::Ssh(c) => {
+                let sudo = sudo::Sudo::for_spec(&self.spec);
+                c.put(source, dest, mode, None, Duration::from_secs(3600), sudo.as_ref()).await
+            }
             Connection::Local(c) => c.put(source, dest, mode).await,
         }
     }
 
     pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+        // SFTP reads as the login user: a become user's files are read by a script run as them.
+        if sudo::Sudo::for_spec(&self.spec).is_some() {
+            let cmd = format!("cat -- {}", crate::template::shell_quote(path));
+            let out = self.exec(ExecRequest { command: &cmd, stdin: None, timeout: Duration::from_secs(3600) }).await?;
+            if !out.success() {
+                let reason = format!("reading {path}: {}", String::from_utf8_lossy(&out.stderr).trim());
+                return Err(TransportError::Remote { host: self.spec.name.clone(), reason });
+            }
+            return Ok(out.stdout);
+        }
         match &self.conn {
             Connection::Ssh(c) => c.get(path).await,
             Connection::Local(c) => c.get(path).await,

@@ -11,14 +11,18 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::error::{Error, Result, Source, read_source};
+use crate::error::{Error, Result, Source};
 use crate::inventory::Vars;
+use crate::vault::{self, SecretSource, VaultSecrets};
 use secret::SecretNames;
 
-/// The settings file of a site (`inventory/env.yaml`).
+/// The settings file of a site (`inventory/env.yaml`), cleartext or vault-encrypted, with inline
+/// `!vault` values decrypted.
 #[derive(Debug, Clone)]
 pub struct EnvFile {
     pub vars: Vars,
+    /// `secret_vars`, then every variable holding a decrypted value (all of them when the file
+    /// is vault-encrypted): masked whatever their names.
     pub secret_names: Vec<String>,
     pub source: Option<Source>,
 }
@@ -28,17 +32,34 @@ impl EnvFile {
         EnvFile { vars: Vars::new(), secret_names: vec![], source: None }
     }
 
+    /// Reads env.yaml without vault secrets (a vaulted file or value is an error saying how to
+    /// give the password).
     pub fn load(path: &Path) -> Result<EnvFile> {
-        let source = read_source(path)?;
-        EnvFile::parse(source)
+        EnvFile::load_vaulted(path, &VaultSecrets::default())
+    }
+
+    /// Reads env.yaml, decrypting it (or its `!vault` values) with `secrets`, asked for only then.
+    pub fn load_vaulted(path: &Path, secrets: &dyn SecretSource) -> Result<EnvFile> {
+        let loaded = vault::read_source(path, secrets)?;
+        let mut env = EnvFile::parse_vaulted(loaded.source.clone(), secrets).map_err(|e| loaded.guard(e))?;
+        if loaded.encrypted {
+            let names: Vec<String> = env.vars.keys().cloned().collect();
+            add_names(&mut env.secret_names, names);
+        }
+        Ok(env)
     }
 
     pub fn parse(source: Source) -> Result<EnvFile> {
+        EnvFile::parse_vaulted(source, &VaultSecrets::default())
+    }
+
+    /// Parses env.yaml text whose `!vault` values `secrets` decrypts.
+    pub fn parse_vaulted(source: Source, secrets: &dyn SecretSource) -> Result<EnvFile> {
         if source.text.trim().is_empty() {
             return Ok(EnvFile { vars: Vars::new(), secret_names: vec![], source: Some(source) });
         }
-        let value: Value = crate::yaml::parse(&source)?;
-        let Value::Object(map) = value else {
+        let parsed = vault::parse_vars(&source, secrets)?;
+        let Value::Object(map) = parsed.value else {
             return Err(source.error_at(
                 1,
                 1,
@@ -65,24 +86,53 @@ impl EnvFile {
                 ));
             }
         };
+        let mut secret_names = secret_names;
+        add_names(&mut secret_names, parsed.secrets.iter().map(|s| s.name.clone()));
         Ok(EnvFile { vars, secret_names, source: Some(source) })
     }
+}
+
+fn add_names(list: &mut Vec<String>, names: impl IntoIterator<Item = String>) {
+    for n in names {
+        if !list.contains(&n) {
+            list.push(n);
+        }
+    }
+}
+
+/// Extra variables and the names among them that hold decrypted values.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraVars {
+    pub vars: Vars,
+    pub secret_names: Vec<String>,
 }
 
 /// `-e k=v`, `-e '{"k": 1}'` (JSON/YAML mapping) and `-e @file.yaml`, later ones winning.
 /// `k=v` values are strings, as in Ansible (`-e flag=true` is the string "true"; `| bool`).
 pub fn parse_extra_vars(args: &[String]) -> Result<Vars> {
-    let mut out = Vars::new();
+    parse_extra_vars_vaulted(args, &VaultSecrets::default()).map(|e| e.vars)
+}
+
+/// `parse_extra_vars`, with `-e @file` vault-encrypted or holding `!vault` values decrypted by
+/// `secrets` (asked for only then); the variables they set are secrets.
+pub fn parse_extra_vars_vaulted(args: &[String], secrets: &dyn SecretSource) -> Result<ExtraVars> {
+    let mut extra = ExtraVars::default();
+    let out = &mut extra.vars;
     for arg in args {
         let arg = arg.trim();
         if let Some(path) = arg.strip_prefix('@') {
-            let source = read_source(Path::new(path))?;
-            let v: Value = crate::yaml::parse(&source)?;
-            merge_mapping(&mut out, v, &format!("-e @{path}"))?;
+            let loaded = vault::read_source(Path::new(path), secrets)?;
+            let parsed = vault::parse_vars(&loaded.source, secrets).map_err(|e| loaded.guard(e))?;
+            let names: Vec<String> = match &parsed.value {
+                Value::Object(m) if loaded.encrypted => m.keys().cloned().collect(),
+                _ => parsed.secrets.iter().map(|s| s.name.clone()).collect(),
+            };
+            merge_mapping(out, parsed.value, &format!("-e @{path}"))?;
+            add_names(&mut extra.secret_names, names);
         } else if arg.starts_with('{') {
             let source = Source::new("-e", arg);
             let v: Value = crate::yaml::parse(&source)?;
-            merge_mapping(&mut out, v, "-e")?;
+            merge_mapping(out, v, "-e")?;
         } else {
             for token in shlex::split(arg).unwrap_or_else(|| vec![arg.to_string()]) {
                 let Some((k, v)) = token.split_once('=') else {
@@ -98,7 +148,7 @@ pub fn parse_extra_vars(args: &[String]) -> Result<Vars> {
             }
         }
     }
-    Ok(out)
+    Ok(extra)
 }
 
 fn merge_mapping(out: &mut Vars, v: Value, what: &str) -> Result<()> {

@@ -1,5 +1,5 @@
 //! Secrets: variables named like `*password*`, `*token*`, `*secret*` (or listed in env.yaml under
-//! `secret_vars`) never appear in what copctl prints or records. `Secret` is the type that
+//! `secret_vars`, or holding a value that was vault-encrypted) never appear in what copctl prints or records. `Secret` is the type that
 //! prints as `********`; `Redactor` masks known secret values inside any text.
 
 use std::fmt;
@@ -17,6 +17,15 @@ pub struct SecretNames {
 impl SecretNames {
     pub fn new(listed: Vec<String>) -> Self {
         SecretNames { listed }
+    }
+
+    /// More names to treat as secrets (variables that held vault-encrypted values).
+    pub fn add(&mut self, names: impl IntoIterator<Item = String>) {
+        for n in names {
+            if !self.listed.contains(&n) {
+                self.listed.push(n);
+            }
+        }
     }
 
     pub fn is_secret(&self, name: &str) -> bool {

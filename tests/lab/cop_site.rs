@@ -44,6 +44,8 @@ impl CopSite {
             "sysctl",
             "hostnamectl",
             "kubectl",
+            "reboot",
+            "lab-boot",
         ]);
         let mut inv = String::new();
         for group in ["masters", "workers", "gpu"] {

@@ -30,7 +30,14 @@ pub struct LabOptions {
     pub prefix: Option<String>,
     /// sshd_config lines that replace the lab's own for the keywords they set.
     pub sshd_config: Option<String>,
+    /// A non-root login user (uid 1500, the lab's client key authorised) allowed to sudo to any
+    /// user: without a password (`None`) or with this one (real sudo, its PAM and the host's
+    /// /etc/shadow).
+    pub sudo_user: Option<(String, Option<String>)>,
 }
+
+/// The sudo user's uid and gid on lab hosts.
+pub const SUDO_UID: u32 = 1500;
 
 pub struct LabHost {
     pub name: String,
@@ -223,24 +230,61 @@ impl Lab {
             .collect();
         fs::write(dir.join("upper/etc/ssh/sshd_config.lab"), config).unwrap();
         fs::write(dir.join("upper/etc/hostname"), format!("{name}\n")).unwrap();
-        if let Some(pw) = &self.opts.root_password {
-            // A shadow file of the host's own with root's password set.
-            let shadow = fs::read_to_string("/etc/shadow").unwrap();
+        let hash_of = |pw: &str| {
             let hash = Command::new("openssl").args(["passwd", "-6", pw]).output().unwrap();
-            let hash = String::from_utf8(hash.stdout).unwrap().trim().to_string();
-            let new: String = shadow
+            String::from_utf8(hash.stdout).unwrap().trim().to_string()
+        };
+        if self.opts.root_password.is_some() || self.opts.sudo_user.is_some() {
+            // A shadow file of the host's own with root's password set and the sudo user added.
+            let shadow = fs::read_to_string("/etc/shadow").unwrap();
+            let root_hash = self.opts.root_password.as_deref().map(hash_of);
+            let mut new: String = shadow
                 .lines()
                 .map(|l| {
                     let mut f: Vec<&str> = l.split(':').collect();
-                    if f[0] == "root" {
-                        f[1] = &hash;
+                    if let Some(h) = &root_hash
+                        && f[0] == "root"
+                    {
+                        f[1] = h;
                     }
                     f.join(":") + "\n"
                 })
                 .collect();
+            if let Some((user, pw)) = &self.opts.sudo_user {
+                let hash = pw.as_deref().map(hash_of).unwrap_or_else(|| "*".into());
+                new.push_str(&format!("{user}:{hash}:19000:0:99999:7:::\n"));
+            }
             fs::write(dir.join("upper/etc/shadow"), new).unwrap();
             fs::set_permissions(dir.join("upper/etc/shadow"), fs::Permissions::from_mode(0o640)).unwrap();
         }
+        if let Some((user, pw)) = &self.opts.sudo_user {
+            self.add_sudo_user(dir, user, pw.is_some());
+        }
+    }
+
+    /// The sudo user: passwd and group entries, a home with the lab's key authorised, and a
+    /// sudoers rule (with or without a password).
+    fn add_sudo_user(&self, dir: &Path, user: &str, with_password: bool) {
+        let (uid, up) = (SUDO_UID, dir.join("upper"));
+        let passwd =
+            fs::read_to_string("/etc/passwd").unwrap() + &format!("{user}:x:{uid}:{uid}::/home/{user}:/bin/sh\n");
+        fs::write(up.join("etc/passwd"), passwd).unwrap();
+        let group = fs::read_to_string("/etc/group").unwrap() + &format!("{user}:x:{uid}:\n");
+        fs::write(up.join("etc/group"), group).unwrap();
+        let home = up.join("home").join(user);
+        fs::create_dir_all(home.join(".ssh")).unwrap();
+        let pubkey = fs::read_to_string(self.client_key.with_extension("pub")).unwrap();
+        fs::write(home.join(".ssh/authorized_keys"), pubkey).unwrap();
+        for (p, mode) in [(home.clone(), 0o755), (home.join(".ssh"), 0o700), (home.join(".ssh/authorized_keys"), 0o600)]
+        {
+            fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+            std::os::unix::fs::chown(&p, Some(uid), Some(uid)).unwrap();
+        }
+        fs::create_dir_all(up.join("etc/sudoers.d")).unwrap();
+        let rule = if with_password { "ALL=(ALL:ALL) ALL" } else { "ALL=(ALL:ALL) NOPASSWD: ALL" };
+        let sudoers = up.join("etc/sudoers.d/copctl-lab");
+        fs::write(&sudoers, format!("{user} {rule}\n")).unwrap();
+        fs::set_permissions(&sudoers, fs::Permissions::from_mode(0o440)).unwrap();
     }
 
     fn new_host_key(&self, dir: &Path) {

@@ -17,6 +17,7 @@ use tokio::io::AsyncRead;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::spec::HostSpec;
+use super::sudo::Sudo;
 use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
 use crate::vars::secret::Secret;
 use login::Handler;
@@ -115,7 +116,10 @@ impl SshConnection {
                 StdinSource::Bytes(b) => {
                     ch.data(b).await.map_err(|e| self.lost(e))?;
                 }
-                StdinSource::Hashed(r, digest) => {
+                StdinSource::Hashed(prefix, r, digest) => {
+                    if !prefix.is_empty() {
+                        ch.data(&prefix[..]).await.map_err(|e| self.lost(e))?;
+                    }
                     let hex = upload::send_hashed(&ch, r, |e| self.lost(e)).await?;
                     *digest.lock().unwrap_or_else(|e| e.into_inner()) = hex;
                 }
@@ -158,16 +162,31 @@ impl SshConnection {
         mode: u32,
         owner: Option<&str>,
         timeout: Duration,
+        via: Option<&Sudo>,
     ) -> Result<String, TransportError> {
         match upload::prepare(&self.name, source, dest, mode, owner).await? {
             Upload::Inline { script, digest } => {
-                let out = self.exec(&script, StdinSource::None, timeout).await?;
+                let out = match via {
+                    None => self.exec(&script, StdinSource::None, timeout).await?,
+                    Some(sudo) => {
+                        let (command, input) = sudo.wrap(&script);
+                        sudo.check(&self.name, self.exec(&command, StdinSource::Bytes(&input), timeout).await?)?
+                    }
+                };
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)
             }
             Upload::Stream { script, reader } => {
                 let digest = Arc::new(Mutex::new(String::new()));
-                let out = self.exec(&script, StdinSource::Hashed(reader, digest.clone()), timeout).await?;
+                let (command, prefix) = match via {
+                    None => (script, Vec::new()),
+                    Some(sudo) => sudo.wrap(&script),
+                };
+                let out = self.exec(&command, StdinSource::Hashed(prefix, reader, digest.clone()), timeout).await?;
+                let out = match via {
+                    None => out,
+                    Some(sudo) => sudo.check(&self.name, out)?,
+                };
                 let digest = digest.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)
@@ -245,7 +264,7 @@ impl SshConnection {
 pub enum StdinSource<'a> {
     None,
     Bytes(&'a [u8]),
-    /// A stream, hashed as it is sent, followed by its sha256 line (the upload protocol); the
-    /// digest is left in the mutex.
-    Hashed(Box<dyn AsyncRead + Unpin + Send>, Arc<Mutex<String>>),
+    /// Bytes sent first (a become frame), then a stream, hashed as it is sent, followed by its
+    /// sha256 line (the upload protocol); the digest is left in the mutex.
+    Hashed(Vec<u8>, Box<dyn AsyncRead + Unpin + Send>, Arc<Mutex<String>>),
 }

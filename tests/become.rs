@@ -1,0 +1,101 @@
+//! Become for a non-root login (issue 14 §1), on lab hosts with a real sudo: the login is
+//! `deploy` (uid 1500); steps run as root through sudo, files are written and read as root with
+//! the owners and modes asked for, no script and no secret is ever on a remote command line, and
+//! sudo's refusals (a password needed, a wrong one) fail the host with a message saying what to
+//! do, without hanging.
+
+mod common;
+
+use common::lab::{LabOptions, SUDO_UID};
+use common::*;
+
+const PLAY: &str = r#"
+description: Steps as root through sudo
+plays:
+  - name: become
+    hosts: lab
+    steps:
+      - name: who runs the steps
+        shell: "id -un > /root/whoami; echo {{ admin_password | quote }} | sha256sum > /root/pw.sum"
+      - name: a root-only file
+        copy: { content: "token={{ admin_password }}\n", dest: /root/secret.conf, mode: "0600" }
+      - name: a big file, streamed
+        copy: { content: "{{ 'x' * 200000 }}\n", dest: /etc/copctl-big.txt, mode: "0644" }
+      - name: read back a root-only file
+        slurp: { path: /root/secret.conf }
+        register: back
+      - name: what was read
+        assert: { that: ["(back.content | trim) == 'token=' ~ admin_password"] }
+"#;
+
+fn become_site(password: Option<&str>, become_password: Option<&str>) -> Site {
+    let opts = LabOptions { sudo_user: Some(("deploy".into(), password.map(String::from))), ..Default::default() };
+    let site = Site::hosts_with(1, opts);
+    let pw = become_password.map(|p| format!(" ansible_become_password={p}")).unwrap_or_default();
+    site.edit("inventory.ini", |t| {
+        t.replace("ansible_user=root", &format!("ansible_user=deploy ansible_become=true{pw}"))
+    });
+    site.write("env.yaml", "admin_password: \"s3cr'et $HOME pw\"\n").write("playbooks/become.yaml", PLAY);
+    site
+}
+
+fn owner_and_mode(site: &Site, path: &str) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(site.lab().path(0, path)).unwrap();
+    (m.uid(), m.mode() & 0o7777)
+}
+
+#[test]
+fn a_non_root_login_becomes_root_with_nothing_on_a_command_line() {
+    for (password, become_password) in [(None, None), (Some("Deploy-Pw-1"), Some("Deploy-Pw-1"))] {
+        let site = become_site(password, become_password);
+        let sampler = ArgvSampler::start(site.lab());
+        let ran = site.test().args(["run", "become", "-vvv"]).run();
+        let argv = sampler.finish();
+        assert_eq!(std::fs::read_to_string(site.lab().path(0, "/root/whoami")).unwrap(), "root\n");
+        assert_eq!(owner_and_mode(&site, "/root/secret.conf"), (0, 0o600));
+        assert_eq!(owner_and_mode(&site, "/etc/copctl-big.txt"), (0, 0o644));
+        assert_eq!(std::fs::read(site.lab().path(0, "/etc/copctl-big.txt")).unwrap().len(), 200001);
+        assert!(argv.iter().any(|a| a.starts_with("sudo ")), "sudo ran: {argv:?}");
+        // The secrets, and a piece of script text that is no process's own argv (a redirection).
+        for secret in ["s3cr'et", "Deploy-Pw-1", "token=", "/root/pw.sum"] {
+            assert!(!argv.iter().any(|a| a.contains(secret)), "{secret:?} on a command line: {argv:?}");
+            assert!(!ran.stdout.contains(secret) || secret == "/root/pw.sum", "{secret:?} in the output");
+        }
+        // The login user's own files stay the login user's.
+        assert_eq!(owner_and_mode(&site, "/home/deploy/.ssh/authorized_keys").0, SUDO_UID);
+        // A re-run changes nothing.
+        let again = site.test().args(["run", "become", "--output", "json"]).run();
+        let changed: u64 = again.recap().values().map(|r| r["changed"].as_u64().unwrap()).sum();
+        assert_eq!(changed, 1, "only the shell step reports a change: {}", again.stdout);
+    }
+}
+
+#[test]
+fn sudo_refusals_fail_the_host_with_what_to_do() {
+    // A password is needed and none was given.
+    let site = become_site(Some("Deploy-Pw-1"), None);
+    let ran = site.test().args(["exec", "all", "--", "id -un"]).status(2).run();
+    assert_eq!(
+        normalize(&ran.stdout, ran.site()),
+        "lab-1 | FAILED | rc=- >>\nlab-1: sudo: deploy needs a password to become root: give it with -K/--ask-become-pass, --become-password-file or ansible_become_password\n1 host(s): 0 ok, 1 failed, 0 unreachable ([T])\n"
+    );
+    // A wrong one: refused, and no hang (sudo's three tries read what is left of stdin).
+    let site = site_with_wrong_password();
+    let started = std::time::Instant::now();
+    let ran = site.test().args(["exec", "all", "--", "id -un"]).status(2).run();
+    assert_eq!(
+        normalize(&ran.stdout, ran.site()),
+        "lab-1 | FAILED | rc=- >>\nlab-1: sudo refused the become password of deploy (to become root): check -K or ansible_become_password\n1 host(s): 0 ok, 1 failed, 0 unreachable ([T])\n"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "took {:?}", started.elapsed());
+    // The password from a file (-K's unattended form) works.
+    let site = become_site(Some("Deploy-Pw-1"), None);
+    site.write("become.pw", "Deploy-Pw-1\n");
+    let ran = site.test().args(["exec", "all", "--become-password-file", "become.pw", "--", "id -un"]).run();
+    assert!(ran.stdout.starts_with("lab-1 | CHANGED | rc=0 >>\nroot\n"), "{}", ran.stdout);
+}
+
+fn site_with_wrong_password() -> Site {
+    become_site(Some("Deploy-Pw-1"), Some("not-the-password"))
+}
