@@ -236,3 +236,62 @@ fn precedence_cases_resolve_as_documented() {
     // equal depth and priority: the later name wins
     assert_eq!(host("h3")["tie"], "zzz");
 }
+
+/// Vault-encrypted group_vars/ files and inline `!vault` values in host_vars/, made by
+/// ansible-vault itself: copctl reads them with the same password as ansible-inventory does,
+/// and masks what was encrypted (Ansible prints it; copctl never prints a secret).
+#[test]
+fn vaulted_variable_files_are_read_with_the_password_and_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |rel: &str, text: &str| {
+        std::fs::create_dir_all(d.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(d.join(rel), text).unwrap();
+    };
+    write("pw", "correct horse\n");
+    write("inventory.ini", "[web]\nw1\nw2\n");
+    write("group_vars/all/main.yml", "ntp: pool.ntp.org\n");
+    write("group_vars/all/vault.yml", "db_password: s3cret\nregistry_user: admin\n");
+    let vault = |args: &[&str]| {
+        let o = ansible_cmd("ansible-vault")
+            .args(args)
+            .args(["--vault-password-file", "pw"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "ansible-vault {args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    vault(&["encrypt", "group_vars/all/vault.yml"]);
+    let token = vault(&["encrypt_string", "--name", "api_token", "tok-xyz"]);
+    write("host_vars/w1.yml", &format!("ansible_host: 10.0.0.5\n{token}\n"));
+    let theirs = json(
+        &ansible_cmd("ansible-inventory")
+            .args(["-i", "inventory.ini", "--host", "w1", "--vault-password-file", "pw"])
+            .current_dir(d)
+            .output()
+            .unwrap(),
+        "ansible-inventory --host w1",
+    );
+    let ours = copctl(Some(d), &["inventory", "host", "w1", "-i", "inventory.ini", "--vault-password-file", "pw"]);
+    assert_eq!(stderr(&ours), "");
+    assert_eq!(
+        stdout(&ours),
+        "{\n    \"ansible_host\": \"10.0.0.5\",\n    \"api_token\": \"********\",\n    \"db_password\": \"********\",\n    \
+         \"ntp\": \"pool.ntp.org\",\n    \"registry_user\": \"********\"\n}\n"
+    );
+    let ours: Value = serde_json::from_slice(&ours.stdout).unwrap();
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&ours), keys(&theirs));
+    assert_eq!((&theirs["db_password"], &theirs["ntp"]), (&Value::from("s3cret"), &ours["ntp"]));
+    // Without the password, the encrypted file is an error at its header, saying how to give it.
+    let o = copctl(Some(d), &["inventory", "host", "w1", "-i", "inventory.ini"]);
+    assert_eq!(
+        stderr(&o),
+        "  x group_vars/all/vault.yml:1:1: Attempting to decrypt but no vault secrets found: group_vars/all/vault.yml \
+         is vault-encrypted\n   ,-[group_vars/all/vault.yml:1:1]\n 1 | $ANSIBLE_VAULT;1.1;AES256\n   : \
+         ^^^^^^^^^^^^|^^^^^^^^^^^^\n   :             `-- vault-encrypted\n   `----\n  help: give the vault password: \
+         pass it with --vault-id LABEL@FILE, --vault-password-file FILE or --ask-vault-pass (or set \
+         ANSIBLE_VAULT_PASSWORD_FILE)\n\n"
+    );
+}
