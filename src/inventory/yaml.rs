@@ -14,6 +14,11 @@ use crate::vault::SecretSource;
 struct Reader<'a> {
     source: &'a Source,
     file: Arc<str>,
+    lines: Vec<&'a str>,
+    /// Where the next key is looked for (0-based line): keys are met in document order (the
+    /// mapping keeps it, the walk is depth first), so each search goes on from the last one
+    /// and the whole file is scanned once.
+    cursor: std::cell::Cell<usize>,
 }
 
 pub fn parse_into(inv: &mut Inventory, source: &Source, data: Map<String, Value>) -> Result<()> {
@@ -29,9 +34,10 @@ pub fn parse_into(inv: &mut Inventory, source: &Source, data: Map<String, Value>
             ),
         ));
     }
-    let r = Reader { source, file: source.name.as_str().into() };
+    let r =
+        Reader { source, file: source.name.as_str().into(), lines: source.text.lines().collect(), cursor: 0.into() };
     for (name, value) in &data {
-        let line = line_of(&source.text, name, 1);
+        let line = r.at(name);
         r.group(inv, name, value, line)?;
     }
     Ok(())
@@ -52,31 +58,41 @@ fn truthy(v: &Value) -> bool {
 /// The line of `key:` at or after `from` (1-based): where a key of the parsed mapping is, for
 /// messages. The first line that starts (after indentation) with the key, quoted or not.
 fn line_of(text: &str, key: &str, from: usize) -> usize {
-    locate(text, key, from).0
+    let lines: Vec<&str> = text.lines().collect();
+    locate(&lines, key, from).0
 }
 
-/// `line_of` with the key's column.
-fn locate(text: &str, key: &str, from: usize) -> (usize, usize) {
+/// `line_of` with the key's column, in the file's lines.
+fn locate(lines: &[&str], key: &str, from: usize) -> (usize, usize) {
     let forms = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':"), format!("- {key}")];
-    text.lines()
+    let start = from.saturating_sub(1).min(lines.len());
+    lines[start..]
+        .iter()
         .enumerate()
-        .skip(from.saturating_sub(1))
         .find(|(_, l)| {
             let t = l.trim_start();
             forms.iter().any(|f| t.starts_with(f.as_str())) || t == key
         })
-        .map(|(i, l)| (i + 1, l.len() - l.trim_start().len() + 1))
+        .map(|(i, l)| (start + i + 1, l.len() - l.trim_start().len() + 1))
         .unwrap_or((from, 1))
 }
 
 impl Reader<'_> {
+    /// The line of the next key met (1-based), searched from the last one on.
+    fn at(&self, key: &str) -> usize {
+        let from = self.cursor.get() + 1;
+        let (line, _) = locate(&self.lines, key, from);
+        self.cursor.set(line - 1);
+        line
+    }
+
     fn warn(&self, inv: &mut Inventory, line: usize, msg: String) {
         inv.warnings.push(format!("{}:{line}: {msg}", self.source.name));
     }
 
     /// An error at the line of `key` (at or after `line`), underlining from the key on.
     fn error(&self, key: &str, line: usize, msg: String, help: &str) -> Error {
-        let (line, col) = locate(&self.source.text, key, line);
+        let (line, col) = locate(&self.lines, key, line);
         self.source.error_at(line, col, 0, msg, "here", Some(help.to_string()))
     }
 
@@ -124,7 +140,7 @@ impl Reader<'_> {
         };
         let (vars, children, hosts) = (section("vars")?, section("children")?, section("hosts")?);
         for (key, value) in map {
-            let at = line_of(&self.source.text, key, line);
+            let at = self.at(key);
             match value {
                 Value::Null => continue,
                 Value::Object(_) | Value::String(_) if ["vars", "children", "hosts"].contains(&key.as_str()) => {}
@@ -158,7 +174,7 @@ impl Reader<'_> {
                 }
                 "children" => {
                     for (child, cdata) in children.iter().flatten() {
-                        let cline = line_of(&self.source.text, child, at);
+                        let cline = self.at(child);
                         let Some(child) = self.group(inv, child, cdata, cline)? else {
                             // Ansible adds the name as a child anyway: a host of that name joins
                             // the group, anything else is an error.
@@ -179,7 +195,7 @@ impl Reader<'_> {
                 }
                 "hosts" => {
                     for (pattern, hvars) in hosts.iter().flatten() {
-                        let hline = line_of(&self.source.text, pattern, at);
+                        let hline = self.at(pattern);
                         self.hosts(inv, name, pattern, hvars, hline)?;
                     }
                 }
