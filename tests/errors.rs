@@ -602,12 +602,12 @@ fn an_ntp_server_that_would_add_a_line_to_chrony_conf_is_refused() {
         .stderr(r#"  x playbooks/system-setup.yaml:6:1: ntp_servers must be host names or addresses (letters, digits, . : % -): ["ntp.example.com","10.0.0.1 iburst\nserver evil"]
    ,-[playbooks/system-setup.yaml:6:1]
  5 |   # chrony.conf has no quoting: a space, `#` or newline in a name would change what it says.
- 6 |   - that: ntp_servers | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0
-   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-   :                                                                  `-- this requirement
+ 6 |   - that: (ntp_servers | default([])) | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                          `-- this requirement
  7 |     msg: "ntp_servers must be host names or addresses (letters, digits, . : % -): {{ ntp_servers | to_json }}"
    `----
-  help: system-setup requires: ntp_servers | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0; fix the settings in env.yaml (or -e)
+  help: system-setup requires: (ntp_servers | default([])) | map('string') | map('regex_replace', '^[A-Za-z0-9.:%-]+$', '') | reject('equalto', '') | list | length == 0; fix the settings in env.yaml (or -e)
 
 "#)
         .run();

@@ -157,12 +157,12 @@ fn dra_with_an_rke2_release_that_cannot_serve_it_is_refused_at_plan_time() {
             r#"  x playbooks/gpu-operator.yaml:8:1: gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is v1.31.4+rke2r1: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false
    ,-[playbooks/gpu-operator.yaml:8:1]
  7 |     msg: "env.yaml enables both DRA (gpu_dra_enabled) and time-slicing (gpu_time_slicing_enabled): never both on the same GPUs (the operations manual)"
- 8 |   - that: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>=')
-   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-   :                                                                                   `-- this requirement
+ 8 |   - that: not (gpu_dra_enabled | default(true) | bool) or rke2_version is not defined or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>=')
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                                                   `-- this requirement
  9 |     msg: "gpu_dra_enabled needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is {{ rke2_version }}: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_enabled: false"
    `----
-  help: gpu-operator requires: not (gpu_dra_enabled | default(true) | bool) or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>='); fix the settings in env.yaml (or -e)
+  help: gpu-operator requires: not (gpu_dra_enabled | default(true) | bool) or rke2_version is not defined or (rke2_version | string | regex_replace('^v', '') | regex_replace('[+-].*$', '')) is version('1.34.2', '>='); fix the settings in env.yaml (or -e)
 
 "#,
         )
@@ -201,4 +201,19 @@ fn a_secret_var_without_a_value_stops_the_run_when_there_is_no_terminal_to_ask()
         .args(["run", "p", "-e", "api_key=k-12345"])
         .run();
     assert!(!ran.stdout.contains("k-12345"), "{}", ran.stdout);
+}
+
+#[test]
+fn settings_kept_in_the_inventory_pass_the_playbooks_site_checks() {
+    // The site's names in group variables (as an Ansible site keeps them), not in env.yaml: the
+    // playbook-level checks must not call them undefined.
+    Test::new()
+        .inventory(
+            "[masters]\nm1\n[workers]\nw1\n[gpu]\n[cluster:children]\nmasters\nworkers\ngpu\n[cluster:vars]\n\
+             ingress_ip=192.0.2.100\ndomain=example\nsub_domain=cop\nTLD=com\nrke2_version=v1.34.2+rke2r1\ngpu_operator_version=v25.10.0\n",
+        )
+        .args(["validate", "system-dns", "system-setup", "gpu-operator"])
+        .stderr("warning: gpu-operator: play 'GPU nodes': hosts 'gpu' matches no host; skipped\n")
+        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 49 planned task(s); nothing was run\n")
+        .run();
 }
