@@ -13,6 +13,10 @@ import os, re, sys
 # A module may use its own layer and the ones below.
 LAYERS = [
     ["error", "yaml"],
+    # A leaf (the Secret type and the naming rule) that the vault and everything above use.
+    ["vars::secret"],
+    # Decryption, used wherever a file is read (inventory, variable files, env.yaml).
+    ["vault"],
     ["inventory"],
     ["vars"],
     ["template"],
@@ -122,7 +126,12 @@ for mod, p in files.items():
     edges[mod] = out
 
 def top(m):
-    return m.split("::")[0]
+    # The longest prefix LAYERS names (`vars::secret` before `vars`).
+    parts = m.split("::")
+    for n in range(len(parts), 0, -1):
+        if "::".join(parts[:n]) in level:
+            return "::".join(parts[:n])
+    return parts[0]
 
 def structural(a, b):
     # a parent module and its own descendants

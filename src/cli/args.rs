@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::ArgValueCompleter;
 
-use super::completions::{host_candidates, playbook_candidates};
+use super::candidates::{host_candidates, playbook_candidates};
 
 use crate::report::OutputFormat;
 use crate::transport::HostKeyPolicy;

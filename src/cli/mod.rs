@@ -4,6 +4,7 @@
 //! 0 ok, 1 bad input or usage, 2 a host failed, 4 a host unreachable.
 
 pub mod args;
+mod candidates;
 mod completions;
 pub use completions::answer_if_asked;
 mod exec;

@@ -5,6 +5,7 @@
 //! variable a playbook reads depend on it.
 
 mod address;
+mod file;
 mod ini;
 pub mod pattern;
 mod pyliteral;

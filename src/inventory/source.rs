@@ -11,7 +11,8 @@ use std::sync::{Arc, LazyLock};
 use regex::Regex;
 use serde_json::Value;
 
-use super::{Inventory, MAX_HOSTS, MAX_INVENTORY_BYTES, address, ini, range, var_files};
+use super::file::{extension, kind, read};
+use super::{Inventory, MAX_HOSTS, address, ini, range, var_files};
 use crate::error::{Error, Result, Source};
 use crate::vault::SecretSource;
 
@@ -42,14 +43,6 @@ pub fn site_dir(sources: &[PathBuf]) -> PathBuf {
         Some(s) if s.is_dir() => s.clone(),
         Some(s) => s.parent().map(Path::to_path_buf).unwrap_or_default(),
         None => PathBuf::new(),
-    }
-}
-
-/// Python's `os.path.splitext(name)[1]`: the last `.suffix`, none for a leading-dot-only name.
-pub(super) fn extension(name: &str) -> &str {
-    match name.rfind('.') {
-        Some(i) if !name[..i].chars().all(|c| c == '.') => &name[i..],
-        _ => "",
     }
 }
 
@@ -240,31 +233,6 @@ fn parse_text(inv: &mut Inventory, path: &Path, source: &Source, secrets: &dyn S
     }
 }
 
-/// A file of the inventory (`inventory`), or a variable file, decrypted when vault-encrypted;
-/// its size checked before it is read.
-pub(super) fn read(path: &Path, secrets: &dyn SecretSource, inventory: bool) -> Result<crate::vault::LoadedSource> {
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.len() > MAX_INVENTORY_BYTES
-    {
-        let size = meta.len();
-        return Err(if inventory {
-            Error::with_help(
-                format!(
-                    "{}: the inventory is {size} bytes; copctl reads inventories of at most {MAX_INVENTORY_BYTES} bytes",
-                    path.display()
-                ),
-                format!("an inventory holds at most {MAX_HOSTS} hosts; is this the right file?"),
-            )
-        } else {
-            Error::plain(format!(
-                "{}: the file is {size} bytes; copctl reads variable files of at most {MAX_INVENTORY_BYTES} bytes",
-                path.display()
-            ))
-        });
-    }
-    crate::vault::read_source(path, secrets)
-}
-
 fn is_script(path: &Path, source: &Source) -> bool {
     use std::os::unix::fs::PermissionsExt;
     source.text.starts_with("#!") && std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
@@ -276,17 +244,6 @@ fn looks_like_yaml(text: &str) -> bool {
         .map(str::trim_end)
         .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .is_some_and(|l| l == "---" || (!l.starts_with('[') && (l.ends_with(':') || l.contains(": "))))
-}
-
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 #[cfg(test)]

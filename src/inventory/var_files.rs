@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
 
-use super::source::{extension, kind};
+use super::file::{extension, kind};
 use super::{Inventory, Vars};
 use crate::error::{Error, Result};
 use crate::vault::SecretSource;
@@ -248,7 +248,7 @@ fn read_file(
     secrets: &dyn SecretSource,
     secret_vars: &mut Vec<String>,
 ) -> Result<()> {
-    let loaded = super::source::read(path, secrets, false)?;
+    let loaded = super::file::read(path, secrets, false)?;
     let source = &loaded.source;
     let (value, vaulted) = super::yaml::load(source, secrets).map_err(|e| loaded.guard(e))?;
     let map = match value {

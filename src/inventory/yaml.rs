@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Group, Inventory, MAX_HOSTS, address, ini, range, source::kind};
+use super::file::kind;
+use super::{Group, Inventory, MAX_HOSTS, address, ini, range};
 use crate::error::{Error, Result, Source};
 use crate::vault::SecretSource;
 
