@@ -503,9 +503,9 @@ fn a_ten_megabyte_env_yaml_loads_and_its_errors_keep_their_line() {
         env.push_str(&format!("setting_{n}: {{ name: value-{n}, list: [1, 2, 3], text: \"some words for {n}\" }}\n"));
     }
     s.write("env.yaml", &env).write("playbooks/site.yaml", PLAY);
-    let t = std::time::Instant::now();
+    // Not timed (speed is the benchmarks' business); a loader quadratic in the file's size would
+    // not finish this one.
     s.test().args(["validate", "site"]).run();
-    assert!(t.elapsed() < std::time::Duration::from_secs(30), "10 MB took {:?}", t.elapsed());
     env.push_str("broken: [unclosed\n");
     s.write("env.yaml", &env);
     let (line, w, p) = (n + 1, (n + 1).to_string().len(), " ".repeat((n + 1).to_string().len() + 2));
