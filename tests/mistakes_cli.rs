@@ -217,3 +217,28 @@ fn settings_kept_in_the_inventory_pass_the_playbooks_site_checks() {
         .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 49 planned task(s); nothing was run\n")
         .run();
 }
+
+#[test]
+fn a_become_method_or_connection_copctl_does_not_have_is_refused_before_any_login() {
+    // Nothing listens on port 9: a refusal that came from a login attempt would say unreachable.
+    for (vars, msg) in [
+        (
+            "ansible_become=true ansible_become_method=su",
+            "w1: ansible_become_method=su is not supported: copctl becomes with sudo only (set ansible_become_method=sudo, or log in as the user to become)",
+        ),
+        (
+            "ansible_connection=winrm",
+            "w1: ansible_connection=winrm is not supported: copctl connects with ssh or local",
+        ),
+        ("ansible_port=22x", "w1: ansible_port=22x is not a port number (1-65535)"),
+    ] {
+        let port = if vars.starts_with("ansible_port") { String::new() } else { " ansible_port=9".into() };
+        Test::new()
+            .inventory(&format!("[web]\nw1 ansible_host=127.0.0.1{port} {vars}\n"))
+            .args(["exec", "all", "--", "true"])
+            .status(1)
+            .stdout("")
+            .stderr(&format!("  x {msg}\n\n"))
+            .run();
+    }
+}

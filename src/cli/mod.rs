@@ -87,6 +87,11 @@ impl Cli {
     fn pool(&self, site: &Site, hosts: &[String]) -> Result<Pool> {
         let cfg = SshConfigFile::load(self.ssh_config.as_deref());
         let defaults = self.connect_defaults()?;
+        for h in hosts {
+            let mut vars = defaults.clone();
+            vars.extend(site.inventory.host_vars(h));
+            crate::transport::check_connection_vars(h, &vars).map_err(crate::error::Error::plain)?;
+        }
         let specs = hosts.iter().map(|h| HostSpec::from_inventory_with(&site.inventory, h, &cfg, &defaults)).collect();
         Ok(Pool::new(specs, self.ssh_options(), self.forks))
     }

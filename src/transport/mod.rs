@@ -20,7 +20,7 @@ use tokio::task::{JoinError, JoinSet};
 
 pub use known_hosts::{HostKeyFiles, HostKeyPolicy, KnownHosts};
 pub use local::LocalConnection;
-pub use spec::{ConnectionKind, HostSpec, SshConfigFile};
+pub use spec::{ConnectionKind, HostSpec, SshConfigFile, check_connection_vars};
 pub use ssh::{SshConnection, SshOptions, StdinSource};
 
 #[derive(Debug, Clone, thiserror::Error)]

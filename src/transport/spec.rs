@@ -162,6 +162,33 @@ fn proxy_jump_arg(args: &str) -> Option<String> {
     None
 }
 
+/// Connection variables that would otherwise be read as something else than was written: a
+/// become method or connection plugin copctl does not have, a port that is not one. Ansible
+/// would do what they say; copctl must refuse them rather than log in or become another way.
+pub fn check_connection_vars(name: &str, vars: &Vars) -> Result<(), String> {
+    if let Some(m) = var_str(vars, "ansible_become_method")
+        && m != "sudo"
+    {
+        return Err(format!(
+            "{name}: ansible_become_method={m} is not supported: copctl becomes with sudo only (set ansible_become_method=sudo, or log in as the user to become)"
+        ));
+    }
+    if let Some(c) = var_str(vars, "ansible_connection")
+        && !matches!(
+            c.as_str(),
+            "ssh" | "smart" | "paramiko" | "local" | "ansible.builtin.ssh" | "ansible.builtin.local"
+        )
+    {
+        return Err(format!("{name}: ansible_connection={c} is not supported: copctl connects with ssh or local"));
+    }
+    if let Some(p) = var_str(vars, "ansible_port").or_else(|| var_str(vars, "ansible_ssh_port"))
+        && !p.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Err(format!("{name}: ansible_port={p} is not a port number (1-65535)"));
+    }
+    Ok(())
+}
+
 impl HostSpec {
     /// The spec of an inventory host from its merged variables.
     pub fn from_vars(name: &str, vars: &Vars, cfg: &SshConfigFile) -> HostSpec {
@@ -205,7 +232,7 @@ impl HostSpec {
             .map(|j| j.split(',').map(|s| parse_jump(s.trim(), &user, cfg)).collect())
             .unwrap_or_default();
         let kind = match var_str(vars, "ansible_connection").as_deref() {
-            Some("local") => ConnectionKind::Local,
+            Some("local" | "ansible.builtin.local") => ConnectionKind::Local,
             _ => ConnectionKind::Ssh,
         };
         let r#become = var_bool(vars, "ansible_become").then(|| Become {
