@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::lab::LabOptions;
 use common::lab::cop_site::NAMES;
 use common::*;
 use serde_json::Value;
@@ -304,7 +305,18 @@ fn private_registry_restarts_servers_one_at_a_time_each_ready_and_etcd_healthy_f
 
 #[test]
 fn node_add_then_node_remove() {
-    let c = Site::cop_cluster();
+    node_add_then_remove(Site::cop_cluster());
+}
+
+/// The manual's node procedures with a non-root login and passwordless sudo (the other common
+/// sudoers rule; the secrets audit covers sudo with a password).
+#[test]
+fn node_add_then_node_remove_as_a_sudo_user() {
+    let c = Site::cop_cluster_with(LabOptions { sudo_user: Some(("deploy".into(), None)), ..Default::default() });
+    node_add_then_remove(c);
+}
+
+fn node_add_then_remove(c: Site) {
     c.run_json(&["system-setup", "system-dns", "rke2-install", "--limit", "!cop-worker-3"], 0);
     let others: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
     c.test().args(["node", "add", "cop-worker-3"]).run();
@@ -519,12 +531,26 @@ fn a_node_that_never_becomes_ready_stops_the_rolling_restart() {
 
 #[test]
 fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
-    let c = Site::cop_cluster();
+    secrets_audit(Site::cop_cluster(), false);
+}
+
+/// The same flow with a non-root login (`deploy`) that becomes root through each host's real
+/// sudo with a password: every step, upload and read goes through sudo, and the become password
+/// is a secret the hosts' sudo really checks.
+#[test]
+fn secrets_audit_of_a_full_cop_flow_as_a_sudo_user_finds_nothing() {
+    let opts = LabOptions { sudo_user: Some(("deploy".into(), Some(BECOME_PW.into()))), ..Default::default() };
+    secrets_audit(Site::cop_cluster_with(opts), true);
+}
+
+const BECOME_PW: &str = "B3come-Pw-93ab12";
+
+fn secrets_audit(c: Site, sudo_login: bool) {
     // Known secret values: the registry password and an extra secret in env.yaml, a become
     // password in the inventory, and (below) the join token RKE2 makes.
     let registry_pw = "Reg1stry-Pw-5f2a9c";
     let ldap_pw = "Ldap-B1nd-7d41e0";
-    let become_pw = "B3come-Pw-93ab12";
+    let become_pw = BECOME_PW;
     c.edit("env.yaml", |env| {
         env.replace("registry_password: change-me", &format!("registry_password: {registry_pw}"))
             .replace("ldap_bind_credential: change-me-too", &format!("ldap_bind_credential: {ldap_pw}"))
@@ -557,6 +583,15 @@ fn secrets_audit_of_a_full_cop_flow_at_vvv_finds_nothing() {
         std::fs::metadata(c.lab().path(worker, "/etc/rancher/rke2")).unwrap().permissions().mode() & 0o777,
         0o700
     );
+
+    if sudo_login {
+        // Logged in as deploy, written as root: the files belong to root, and sudo did it.
+        use std::os::unix::fs::MetadataExt;
+        for path in ["/etc/rancher/rke2/config.yaml", "/etc/rancher/rke2/registries.yaml"] {
+            assert_eq!(std::fs::metadata(c.lab().path(worker, path)).unwrap().uid(), 0, "{path}");
+        }
+        assert!(argv.iter().any(|a| a.starts_with("sudo -S -p ")), "sudo asked for its password");
+    }
 
     // ... and nowhere else: output, trace log, JSON events, the run record, remote command lines.
     let secrets = [registry_pw, ldap_pw, become_pw, token.as_str()];

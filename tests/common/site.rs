@@ -53,8 +53,13 @@ impl Site {
     /// The COP cluster under its real names (tests/lab/cop_site.rs): every double installed, the
     /// repository's env.yaml pointing at a bastion of RKE2 and NVIDIA artifacts.
     pub fn cop_cluster() -> Site {
+        Site::cop_cluster_with(LabOptions::default())
+    }
+
+    /// The COP cluster, with `opts.sudo_user` logging in as that user and becoming root by sudo.
+    pub fn cop_cluster_with(opts: LabOptions) -> Site {
         let mut s = Site::new();
-        s.lab = Some(CopSite::start(&s.root).lab);
+        s.lab = Some(CopSite::start_with(&s.root, opts).lab);
         s
     }
 

@@ -31,7 +31,17 @@ pub struct CopSite {
 impl CopSite {
     /// Starts the cluster's hosts and writes the site into `dir`.
     pub fn start(dir: &Path) -> CopSite {
-        let lab = Lab::start(NAMES.len(), LabOptions::default());
+        CopSite::start_with(dir, LabOptions::default())
+    }
+
+    /// As `start`; with `opts.sudo_user` the inventory logs in as that user and becomes root
+    /// through the hosts' real sudo (the password, if any, is the test's to add).
+    pub fn start_with(dir: &Path, opts: LabOptions) -> CopSite {
+        let login = match &opts.sudo_user {
+            Some((user, _)) => format!("ansible_user={user}\nansible_become=true"),
+            None => "ansible_user=root".to_string(),
+        };
+        let lab = Lab::start(NAMES.len(), opts);
         lab.install_doubles(&[
             "systemctl",
             "helm",
@@ -58,7 +68,7 @@ impl CopSite {
         }
         inv.push_str(&format!(
             "[masters:vars]\nrke2_type=server\n[workers:vars]\nrke2_type=agent\n[gpu:vars]\nrke2_type=agent\ngpu_node=True\n\
-             [cluster:children]\nmasters\nworkers\ngpu\n[cluster:vars]\nansible_user=root\nansible_ssh_private_key_file={}\n",
+             [cluster:children]\nmasters\nworkers\ngpu\n[cluster:vars]\n{login}\nansible_ssh_private_key_file={}\n",
             lab.client_key.display()
         ));
         std::fs::write(dir.join("inventory.ini"), inv).unwrap();
