@@ -99,3 +99,18 @@ fn sudo_refusals_fail_the_host_with_what_to_do() {
 fn site_with_wrong_password() -> Site {
     become_site(Some("Deploy-Pw-1"), Some("not-the-password"))
 }
+
+/// A site whose sudoers says `requiretty`: copctl runs without a terminal, so sudo refuses; the
+/// host fails with the sudoers line that allows it, and nothing hangs.
+#[test]
+fn a_requiretty_site_fails_the_host_with_the_sudoers_line_to_add() {
+    let site = become_site(None, None);
+    let rule = site.lab().path(0, "/etc/sudoers.d/copctl-lab");
+    let text = std::fs::read_to_string(&rule).unwrap();
+    std::fs::write(&rule, format!("Defaults:deploy requiretty\n{text}")).unwrap();
+    let ran = site.test().args(["exec", "all", "--", "id -un"]).status(2).run();
+    assert_eq!(
+        normalize(&ran.stdout, ran.site()),
+        "lab-1 | FAILED | rc=- >>\nlab-1: sudo on this host requires a terminal (requiretty) and copctl runs without one: allow `Defaults:deploy !requiretty` in sudoers\n1 host(s): 0 ok, 1 failed, 0 unreachable ([T])\n"
+    );
+}
