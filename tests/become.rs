@@ -114,3 +114,75 @@ fn a_requiretty_site_fails_the_host_with_the_sudoers_line_to_add() {
         "lab-1 | FAILED | rc=- >>\nlab-1: sudo on this host requires a terminal (requiretty) and copctl runs without one: allow `Defaults:deploy !requiretty` in sudoers\n1 host(s): 0 ok, 1 failed, 0 unreachable ([T])\n"
     );
 }
+
+/// `ansible_become_method=su` (or `--become-method su`): the same guarantees with su and the
+/// target user's password. su reads its password with one read() of whatever waits on stdin, so
+/// nothing else is sent until su is done with it.
+fn su_site(become_password: Option<&str>) -> Site {
+    let opts = LabOptions {
+        sudo_user: Some(("deploy".into(), None)),
+        root_password: Some("Root-Pw-1".into()),
+        ..Default::default()
+    };
+    let site = Site::hosts_with(1, opts);
+    // sudo would work too: take it away, so only su can become root.
+    std::fs::remove_file(site.lab().path(0, "/etc/sudoers.d/copctl-lab")).unwrap();
+    let pw = become_password.map(|p| format!(" ansible_become_password={p}")).unwrap_or_default();
+    site.edit("inventory.ini", |t| {
+        t.replace("ansible_user=root", &format!("ansible_user=deploy ansible_become=true ansible_become_method=su{pw}"))
+    });
+    site.write("env.yaml", "admin_password: \"s3cr'et $HOME pw\"\n").write("playbooks/become.yaml", PLAY);
+    site
+}
+
+#[test]
+fn become_method_su_runs_steps_uploads_and_reads_as_root_with_nothing_on_a_command_line() {
+    let site = su_site(Some("Root-Pw-1"));
+    let sampler = ArgvSampler::start(site.lab());
+    let ran = site.test().args(["run", "become", "-vvv"]).run();
+    let argv = sampler.finish();
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/root/whoami")).unwrap(), "root\n");
+    assert_eq!(owner_and_mode(&site, "/root/secret.conf"), (0, 0o600));
+    assert_eq!(owner_and_mode(&site, "/etc/copctl-big.txt"), (0, 0o644));
+    assert_eq!(std::fs::read(site.lab().path(0, "/etc/copctl-big.txt")).unwrap().len(), 200001);
+    assert!(argv.iter().any(|a| a.starts_with("su root -c ")), "su ran: {argv:?}");
+    for secret in ["s3cr'et", "Root-Pw-1", "token=", "/root/pw.sum"] {
+        assert!(!argv.iter().any(|a| a.contains(secret)), "{secret:?} on a command line: {argv:?}");
+        assert!(!ran.stdout.contains(secret) || secret == "/root/pw.sum", "{secret:?} in the output");
+    }
+    let again = site.test().args(["run", "become", "--output", "json"]).run();
+    let changed: u64 = again.recap().values().map(|r| r["changed"].as_u64().unwrap()).sum();
+    assert_eq!(changed, 1, "only the shell step reports a change: {}", again.stdout);
+}
+
+#[test]
+fn su_refusals_fail_the_host_with_what_to_do_and_never_hang() {
+    let started = std::time::Instant::now();
+    for (pw, msg) in [
+        (
+            None,
+            "su: deploy needs the password of root to become root: give it with -K/--ask-become-pass, --become-password-file or ansible_become_password",
+        ),
+        (
+            Some("not-the-password"),
+            "su refused the become password of root (for deploy): check -K or ansible_become_password",
+        ),
+    ] {
+        let site = su_site(pw);
+        let ran = site.test().args(["exec", "all", "--", "id -un"]).status(2).run();
+        assert_eq!(
+            normalize(&ran.stdout, ran.site()),
+            format!("lab-1 | FAILED | rc=- >>\nlab-1: {msg}\n1 host(s): 0 ok, 1 failed, 0 unreachable ([T])\n")
+        );
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "took {:?}", started.elapsed());
+    // The flag's form, with the password from a file.
+    let site = su_site(None);
+    site.edit("inventory.ini", |t| t.replace(" ansible_become_method=su", ""));
+    site.write("become.pw", "Root-Pw-1\n");
+    let ran = site
+        .test()
+        .args(["exec", "all", "--become-method", "su", "--become-password-file", "become.pw", "--", "id -un"])
+        .run();
+    assert!(ran.stdout.starts_with("lab-1 | CHANGED | rc=0 >>\nroot\n"), "{}", ran.stdout);
+}

@@ -223,8 +223,8 @@ fn a_become_method_or_connection_copctl_does_not_have_is_refused_before_any_logi
     // Nothing listens on port 9: a refusal that came from a login attempt would say unreachable.
     for (vars, msg) in [
         (
-            "ansible_become=true ansible_become_method=su",
-            "w1: ansible_become_method=su is not supported: copctl becomes with sudo only (set ansible_become_method=sudo, or log in as the user to become)",
+            "ansible_become=true ansible_become_method=doas",
+            "w1: ansible_become_method=doas is not supported: copctl becomes with sudo or su (set ansible_become_method, or log in as the user to become)",
         ),
         (
             "ansible_connection=winrm",

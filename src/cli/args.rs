@@ -70,13 +70,13 @@ pub struct Cli {
     /// The user to become (default root; ansible_become_user wins).
     #[arg(long, global = true)]
     pub become_user: Option<String>,
-    /// How to become: sudo (the one method copctl has).
+    /// How to become: sudo (default) or su (ansible_become_method wins).
     #[arg(long, global = true, value_enum)]
     pub become_method: Option<BecomeMethod>,
-    /// Ask once for the become (sudo) password (no echo).
+    /// Ask once for the become (sudo or su) password (no echo).
     #[arg(short = 'K', long, global = true)]
     pub ask_become_pass: bool,
-    /// Read the become (sudo) password from this file (its first line).
+    /// Read the become (sudo or su) password from this file (its first line).
     #[arg(long, global = true, value_name = "FILE")]
     pub become_password_file: Option<PathBuf>,
     /// More output (-v, -vv, -vvv).
@@ -161,10 +161,11 @@ pub enum Command {
     },
 }
 
-/// `--become-method`: Ansible's names; copctl has sudo.
+/// `--become-method`: Ansible's names for the two methods copctl has.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum BecomeMethod {
     Sudo,
+    Su,
 }
 
 /// `copctl completions`.

@@ -117,6 +117,10 @@ impl Cli {
         if let Some(u) = &self.become_user {
             v.insert("ansible_become_user".into(), Value::from(u.as_str()));
         }
+        if let Some(m) = self.become_method {
+            let m = if m == crate::cli::args::BecomeMethod::Su { "su" } else { "sudo" };
+            v.insert("ansible_become_method".into(), Value::from(m));
+        }
         if let Some(p) = password(self.ask_become_pass, self.become_password_file.as_deref(), "BECOME password: ")? {
             v.insert("ansible_become_password".into(), Value::from(p));
         }

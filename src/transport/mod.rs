@@ -174,13 +174,20 @@ impl HostConnection {
                 Connection::Local(c) => c.exec(req.command, req.stdin, req.timeout).await,
             };
         };
-        let (command, mut input) = sudo.wrap(req.command);
-        input.extend_from_slice(req.stdin.unwrap_or_default());
-        let out = match &self.conn {
-            Connection::Ssh(c) => c.exec(&command, StdinSource::Bytes(&input), req.timeout).await?,
-            Connection::Local(c) => c.exec(&command, Some(&input), req.timeout).await?,
-        };
-        sudo.check(&self.spec.name, out)
+        let w = sudo.wrap(req.command);
+        match &self.conn {
+            Connection::Ssh(c) => {
+                let s = req.stdin.map(StdinSource::Bytes).unwrap_or(StdinSource::None);
+                c.exec_as(&sudo, &w, s, req.timeout).await
+            }
+            // sudo only (su on a local connection is refused with the connection variables).
+            Connection::Local(c) => {
+                let mut input = w.all_input();
+                input.extend_from_slice(req.stdin.unwrap_or_default());
+                let out = sudo.check(&self.spec.name, c.exec(&w.command, Some(&input), req.timeout).await?)?;
+                Ok(w.strip_ready(out))
+            }
+        }
     }
 
     /// Writes `dest` atomically with `mode`; returns the content's sha256.

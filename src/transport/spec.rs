@@ -23,6 +23,8 @@ pub enum ConnectionKind {
 pub struct Become {
     pub user: String,
     pub password: Option<Secret>,
+    /// `ansible_become_method`: `su` when it says so, else sudo.
+    pub su: bool,
 }
 
 /// One SSH hop (a jump host or the target itself).
@@ -166,12 +168,19 @@ fn proxy_jump_arg(args: &str) -> Option<String> {
 /// become method or connection plugin copctl does not have, a port that is not one. Ansible
 /// would do what they say; copctl must refuse them rather than log in or become another way.
 pub fn check_connection_vars(name: &str, vars: &Vars) -> Result<(), String> {
-    if let Some(m) = var_str(vars, "ansible_become_method")
-        && m != "sudo"
-    {
-        return Err(format!(
-            "{name}: ansible_become_method={m} is not supported: copctl becomes with sudo only (set ansible_become_method=sudo, or log in as the user to become)"
-        ));
+    if let Some(m) = var_str(vars, "ansible_become_method") {
+        if !matches!(m.as_str(), "sudo" | "su" | "ansible.builtin.sudo" | "ansible.builtin.su") {
+            return Err(format!(
+                "{name}: ansible_become_method={m} is not supported: copctl becomes with sudo or su (set ansible_become_method, or log in as the user to become)"
+            ));
+        }
+        if m.ends_with("su")
+            && matches!(var_str(vars, "ansible_connection").as_deref(), Some("local" | "ansible.builtin.local"))
+        {
+            return Err(format!(
+                "{name}: ansible_become_method=su with ansible_connection=local is not supported: use sudo"
+            ));
+        }
     }
     if let Some(c) = var_str(vars, "ansible_connection")
         && !matches!(
@@ -240,6 +249,7 @@ impl HostSpec {
             password: var_str(vars, "ansible_become_password")
                 .or_else(|| var_str(vars, "ansible_become_pass"))
                 .map(Secret::new),
+            su: var_str(vars, "ansible_become_method").is_some_and(|m| m == "su" || m == "ansible.builtin.su"),
         });
         let password = var_str(vars, "ansible_password").or_else(|| var_str(vars, "ansible_ssh_pass")).map(Secret::new);
         HostSpec {

@@ -17,7 +17,7 @@ use tokio::io::AsyncRead;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::spec::HostSpec;
-use super::sudo::Sudo;
+use super::sudo::{Sudo, Wrapped};
 use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
 use crate::vars::secret::Secret;
 use login::Handler;
@@ -107,10 +107,61 @@ impl SshConnection {
                 Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
             };
         }
+        self.session(command, None, stdin, timeout).await
+    }
+
+    /// Runs `w` (a script wrapped for become by `via`) in a session of its own, `stdin` after
+    /// it; sudo's or su's refusals as errors, the reader's ready line out of stdout.
+    pub async fn exec_as(
+        &self,
+        via: &Sudo,
+        w: &Wrapped,
+        stdin: StdinSource<'_>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, TransportError> {
+        let out = self.session(&w.command, Some((via, w)), stdin, timeout).await?;
+        let out = via.check(&self.name, out)?;
+        Ok(w.strip_ready(out))
+    }
+
+    async fn session(
+        &self,
+        command: &str,
+        wrapped: Option<(&Sudo, &Wrapped)>,
+        stdin: StdinSource<'_>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, TransportError> {
         let _permit = self.channels.acquire().await.map_err(|e| self.lost(e))?;
         let mut ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
         let run = async {
             ch.exec(true, command).await.map_err(|e| self.lost(e))?;
+            let mut out = ExecOutput::default();
+            let mut closed = false;
+            if let Some((via, w)) = wrapped {
+                ch.data(&w.first[..]).await.map_err(|e| self.lost(e))?;
+                if w.wait {
+                    // su reads its password with one read() of whatever is waiting: nothing
+                    // more is sent until the reader says su is done.
+                    let ready = format!("{}\n", w.ready);
+                    while !out.stdout.starts_with(ready.as_bytes()) {
+                        match ch.wait().await {
+                            Some(ChannelMsg::Data { data }) => out.stdout.extend_from_slice(&data),
+                            Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                                out.stderr.extend_from_slice(&data);
+                                if via.su_asks(&out.stderr) {
+                                    return Err(via.needs_password(&self.name));
+                                }
+                            }
+                            Some(ChannelMsg::ExitStatus { exit_status }) => out.status = Some(exit_status),
+                            Some(ChannelMsg::Close) | None => return Ok(out),
+                            Some(_) => {}
+                        }
+                    }
+                }
+                if !w.rest.is_empty() {
+                    ch.data(&w.rest[..]).await.map_err(|e| self.lost(e))?;
+                }
+            }
             match stdin {
                 StdinSource::None => {}
                 StdinSource::Bytes(b) => {
@@ -125,8 +176,6 @@ impl SshConnection {
                 }
             }
             ch.eof().await.map_err(|e| self.lost(e))?;
-            let mut out = ExecOutput::default();
-            let mut closed = false;
             while let Some(msg) = ch.wait().await {
                 match msg {
                     ChannelMsg::Data { data } => out.stdout.extend_from_slice(&data),
@@ -168,24 +217,17 @@ impl SshConnection {
             Upload::Inline { script, digest } => {
                 let out = match via {
                     None => self.exec(&script, StdinSource::None, timeout).await?,
-                    Some(sudo) => {
-                        let (command, input) = sudo.wrap(&script);
-                        sudo.check(&self.name, self.exec(&command, StdinSource::Bytes(&input), timeout).await?)?
-                    }
+                    Some(sudo) => self.exec_as(sudo, &sudo.wrap(&script), StdinSource::None, timeout).await?,
                 };
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)
             }
             Upload::Stream { script, reader } => {
                 let digest = Arc::new(Mutex::new(String::new()));
-                let (command, prefix) = match via {
-                    None => (script, Vec::new()),
-                    Some(sudo) => sudo.wrap(&script),
-                };
-                let out = self.exec(&command, StdinSource::Hashed(prefix, reader, digest.clone()), timeout).await?;
+                let stdin = StdinSource::Hashed(Vec::new(), reader, digest.clone());
                 let out = match via {
-                    None => out,
-                    Some(sudo) => sudo.check(&self.name, out)?,
+                    None => self.exec(&script, stdin, timeout).await?,
+                    Some(sudo) => self.exec_as(sudo, &sudo.wrap(&script), stdin, timeout).await?,
                 };
                 let digest = digest.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 upload::written(&self.name, dest, &out)?;
