@@ -186,3 +186,28 @@ fn su_refusals_fail_the_host_with_what_to_do_and_never_hang() {
         .run();
     assert!(ran.stdout.starts_with("lab-1 | CHANGED | rc=0 >>\nroot\n"), "{}", ran.stdout);
 }
+
+/// Steps of a becoming play run in long-lived shells of the become user: sudo is asked once per
+/// shell (at most 4 per connection), not once per step.
+#[test]
+fn becoming_steps_share_long_lived_sudo_shells() {
+    let site = become_site(Some("Deploy-Pw-1"), Some("Deploy-Pw-1"));
+    // A sudo on the login user's PATH that counts its calls, then is the real one.
+    let shim = site.lab().path(0, "/usr/local/bin/sudo");
+    std::fs::create_dir_all(shim.parent().unwrap()).unwrap();
+    std::fs::write(&shim, "#!/bin/sh\necho call >> /tmp/sudo-calls\nexec /usr/bin/sudo \"$@\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let steps: String = (0..20)
+        .map(|i| format!("      - {{ name: step {i}, shell: \"id -un >> /root/ids; echo {i} > /etc/copctl-{i}\" }}\n"))
+        .collect();
+    site.write(
+        "playbooks/many.yaml",
+        format!("description: many steps\nplays:\n  - name: many\n    hosts: lab\n    steps:\n{steps}"),
+    );
+    site.test().args(["run", "many"]).run();
+    let ids = std::fs::read_to_string(site.lab().path(0, "/root/ids")).unwrap();
+    assert_eq!(ids, "root\n".repeat(20));
+    let calls = std::fs::read_to_string(site.lab().path(0, "/tmp/sudo-calls")).unwrap().lines().count();
+    assert!((1..=4).contains(&calls), "sudo ran {calls} times for 20 steps");
+}

@@ -174,14 +174,15 @@ impl HostConnection {
                 Connection::Local(c) => c.exec(req.command, req.stdin, req.timeout).await,
             };
         };
-        let w = sudo.wrap(req.command);
         match &self.conn {
-            Connection::Ssh(c) => {
-                let s = req.stdin.map(StdinSource::Bytes).unwrap_or(StdinSource::None);
-                c.exec_as(&sudo, &w, s, req.timeout).await
-            }
+            // Scripts without stdin run in a long-lived shell of the become user.
+            Connection::Ssh(c) => match req.stdin {
+                None => c.in_shell(Some(&sudo), req.command, req.timeout).await,
+                Some(b) => c.exec_as(&sudo, &sudo.wrap(req.command), StdinSource::Bytes(b), req.timeout).await,
+            },
             // sudo only (su on a local connection is refused with the connection variables).
             Connection::Local(c) => {
+                let w = sudo.wrap(req.command);
                 let mut input = w.all_input();
                 input.extend_from_slice(req.stdin.unwrap_or_default());
                 let out = sudo.check(&self.spec.name, c.exec(&w.command, Some(&input), req.timeout).await?)?;

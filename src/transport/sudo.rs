@@ -91,6 +91,11 @@ impl Sudo {
         })
     }
 
+    /// Who a shell opened through this runs as (a connection keeps shells per user).
+    pub fn key(&self) -> String {
+        format!("{}:{}", if self.su { "su" } else { "sudo" }, self.user)
+    }
+
     /// The command line and the input that run `script` as the become user; the script's own
     /// stdin, if any, follows `rest`.
     pub fn wrap(&self, script: &str) -> Wrapped {

@@ -22,7 +22,7 @@ use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
 use crate::vars::secret::Secret;
 use login::Handler;
 pub use login::{KeyStore, SshOptions};
-use shell::Shells;
+use shell::{OpenError, Shells};
 use upload::Upload;
 pub use upload::{put_script, small_put_script};
 
@@ -88,26 +88,47 @@ impl SshConnection {
         // Sizes and statuses only: scripts carry rendered values (secrets among them).
         tracing::trace!(host = %self.name, bytes = command.len(), "exec");
         if matches!(stdin, StdinSource::None) {
-            // The script never appears on a command line (it travels on the shell's stdin).
-            let run = async {
-                let mut shell = self.shells.take(&self.handle, &self.channels).await.map_err(|e| self.lost(e.0))?;
-                match shell.run(command).await {
-                    Ok(out) => {
-                        self.shells.give_back(shell);
-                        Ok(out)
-                    }
-                    Err(e) => {
-                        shell.close().await;
-                        Err(self.lost(e.0))
-                    }
-                }
-            };
-            return match tokio::time::timeout(timeout, run).await {
-                Ok(r) => r,
-                Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
-            };
+            return self.in_shell(None, command, timeout).await;
         }
         self.session(command, None, stdin, timeout).await
+    }
+
+    /// Runs a script without stdin in one of the connection's long-lived shells: the login
+    /// user's, or (`via`) one running as the become user. The script never appears on a command
+    /// line (it travels on the shell's stdin).
+    pub async fn in_shell(
+        &self,
+        via: Option<&Sudo>,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, TransportError> {
+        let run = async {
+            let mut shell = self.shells.take(&self.handle, &self.channels, via).await.map_err(|e| match e {
+                OpenError::Lost(e) => self.lost(e.0),
+                OpenError::NeedsPassword => via.map(|v| v.needs_password(&self.name)).unwrap_or_else(|| self.lost("")),
+                OpenError::Refused(out) => match via.map(|v| v.check(&self.name, out.clone())) {
+                    Some(Err(e)) => e,
+                    _ => TransportError::Remote {
+                        host: self.name.clone(),
+                        reason: format!("become failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
+                    },
+                },
+            })?;
+            match shell.run(command).await {
+                Ok(out) => {
+                    self.shells.give_back(shell);
+                    Ok(out)
+                }
+                Err(e) => {
+                    shell.close().await;
+                    Err(self.lost(e.0))
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, run).await {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
+        }
     }
 
     /// Runs `w` (a script wrapped for become by `via`) in a session of its own, `stdin` after
@@ -217,7 +238,7 @@ impl SshConnection {
             Upload::Inline { script, digest } => {
                 let out = match via {
                     None => self.exec(&script, StdinSource::None, timeout).await?,
-                    Some(sudo) => self.exec_as(sudo, &sudo.wrap(&script), StdinSource::None, timeout).await?,
+                    Some(sudo) => self.in_shell(Some(sudo), &script, timeout).await?,
                 };
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)

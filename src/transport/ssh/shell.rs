@@ -13,10 +13,13 @@ use russh::client::{Handle, Msg};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::login::Handler;
+use crate::transport::sudo::Sudo;
 use crate::transport::{ExecOutput, random_hex};
 
 pub struct Shell {
     ch: russh::Channel<Msg>,
+    /// Who the shell runs as: `None` the login user, else the become method and user.
+    key: Option<String>,
     permit: Option<OwnedSemaphorePermit>,
     slot: Option<OwnedSemaphorePermit>,
     /// Told when the shell goes away, so a task waiting for one may open another.
@@ -29,6 +32,22 @@ pub struct Shell {
 #[derive(Debug)]
 pub struct ShellLost(pub String);
 
+/// Why a shell could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    Lost(ShellLost),
+    /// sudo or su did not run the reader: their output, for `Sudo::check` to explain.
+    Refused(ExecOutput),
+    /// su asked for a password and none was given.
+    NeedsPassword,
+}
+
+impl From<ShellLost> for OpenError {
+    fn from(e: ShellLost) -> Self {
+        OpenError::Lost(e)
+    }
+}
+
 /// Where the output before a marker line ends: `buf` ends with `\n<tag><rest>\n`; returns the
 /// index of that first newline and `<rest>`.
 fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
@@ -39,18 +58,49 @@ fn split_marker<'a>(buf: &'a [u8], tag: &str) -> Option<(usize, &'a [u8])> {
 }
 
 impl Shell {
-    /// Opens a shell holding `permit` (a channel) and `slot` (the connection's count of shells).
+    /// Opens a shell holding `permit` (a channel) and `slot` (the connection's count of shells),
+    /// as the become user when `via` says so: sudo or su runs the reader, which, once they let
+    /// it run (its ready line), reads `exec /bin/sh`; scripts then go to that shell.
     pub async fn open(
         handle: &Handle<Handler>,
         permit: OwnedSemaphorePermit,
         slot: OwnedSemaphorePermit,
         gone: Arc<Notify>,
-    ) -> Result<Shell, ShellLost> {
+        via: Option<&Sudo>,
+    ) -> Result<Shell, OpenError> {
         let lost = |e: russh::Error| ShellLost(e.to_string());
-        let ch = handle.channel_open_session().await.map_err(lost)?;
-        ch.exec(true, "exec /bin/sh").await.map_err(lost)?;
+        let mut ch = handle.channel_open_session().await.map_err(lost)?;
+        match via {
+            None => ch.exec(true, "exec /bin/sh").await.map_err(lost)?,
+            Some(via) => {
+                let w = via.wrap("exec /bin/sh");
+                ch.exec(true, w.command.as_str()).await.map_err(lost)?;
+                ch.data(&w.first[..]).await.map_err(lost)?;
+                let ready = format!("{}\n", w.ready);
+                let mut out = ExecOutput::default();
+                while !out.stdout.starts_with(ready.as_bytes()) {
+                    match ch.wait().await {
+                        Some(ChannelMsg::Data { data }) => out.stdout.extend_from_slice(&data),
+                        Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                            out.stderr.extend_from_slice(&data);
+                            if via.su_asks(&out.stderr) {
+                                let _ = ch.close().await;
+                                return Err(OpenError::NeedsPassword);
+                            }
+                        }
+                        Some(ChannelMsg::ExitStatus { exit_status }) => out.status = Some(exit_status),
+                        Some(ChannelMsg::Close) | None => return Err(OpenError::Refused(out)),
+                        Some(_) => {}
+                    }
+                }
+                if !w.rest.is_empty() {
+                    ch.data(&w.rest[..]).await.map_err(lost)?;
+                }
+            }
+        }
         Ok(Shell {
             ch,
+            key: via.map(Sudo::key),
             permit: Some(permit),
             slot: Some(slot),
             gone,
@@ -124,19 +174,38 @@ impl Shells {
         Shells { idle: Mutex::new(Vec::new()), slots: Arc::new(Semaphore::new(max)), free: Arc::new(Notify::new()) }
     }
 
-    /// An idle shell, a new one (on a channel from `channels`) while fewer than `max` exist, or
-    /// the next one given back.
-    pub async fn take(&self, handle: &Handle<Handler>, channels: &Arc<Semaphore>) -> Result<Shell, ShellLost> {
+    /// An idle shell of the same user (`via`), a new one (on a channel from `channels`) while
+    /// fewer than `max` exist, one in place of an idle shell of another user, or the next one
+    /// given back.
+    pub async fn take(
+        &self,
+        handle: &Handle<Handler>,
+        channels: &Arc<Semaphore>,
+        via: Option<&Sudo>,
+    ) -> Result<Shell, OpenError> {
+        let key = via.map(Sudo::key);
         loop {
             let freed = self.free.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            if let Some(s) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-                return Ok(s);
-            }
+            let other = {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(i) = idle.iter().position(|s| s.key == key) {
+                    return Ok(idle.swap_remove(i));
+                }
+                idle.pop()
+            };
             if let Ok(slot) = self.slots.clone().try_acquire_owned() {
+                if let Some(o) = other {
+                    self.give_back(o);
+                }
                 let permit = channels.clone().acquire_owned().await.map_err(|e| ShellLost(e.to_string()))?;
-                return Shell::open(handle, permit, slot, self.free.clone()).await;
+                return Shell::open(handle, permit, slot, self.free.clone(), via).await;
+            }
+            if let Some(o) = other {
+                // Closing it frees its slot (and wakes us through `free`).
+                o.close().await;
+                continue;
             }
             freed.await;
         }
