@@ -160,3 +160,135 @@ fn removing_a_server_that_would_cost_etcd_its_quorum_is_refused_even_with_force(
     assert!(!c.lab().double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
     assert!(!c.lab().double_calls(idx("cop-master-3")).iter().any(|l| l.contains("stop rke2")));
 }
+
+/// One line of the cluster's event log (tests/doubles/README.md).
+struct Event {
+    at: u128,
+    what: String,
+    args: Vec<String>,
+}
+
+fn cluster_events(c: &Site) -> Vec<Event> {
+    cluster_file(c, "events")
+        .iter()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let at = w.next().unwrap().parse().unwrap();
+            Event { at, what: w.next().unwrap().to_string(), args: w.map(str::to_string).collect() }
+        })
+        .collect()
+}
+
+fn version_of(c: &Site, node: &str) -> String {
+    std::fs::read_to_string(cluster(c, &format!("nodes/{node}/version"))).unwrap().trim().to_string()
+}
+
+const NEW: &str = "v1.34.3+rke2r1";
+
+#[test]
+fn the_upgrade_takes_a_snapshot_then_servers_one_at_a_time_then_agents_and_a_rerun_changes_nothing() {
+    let c = installed();
+    std::fs::write(cluster(&c, "ready-delay-ms"), "1500").unwrap();
+    let start = cluster_events(&c).len();
+    let upgrade =
+        ["rke2-upgrade", "-e", &format!("rke2_version={NEW}"), "-e", "worker_batch=2", "-e", "drain_nodes=true"];
+    c.run_json(&upgrade, 0);
+    assert_eq!(cluster_file(&c, "restart-violations"), Vec::<String>::new(), "two servers were down at once");
+    let ev: Vec<Event> = cluster_events(&c).into_iter().skip(start).collect();
+    // (node, type, began, ended) of every restart, in the order they began.
+    let mut restarts: Vec<(String, String, u128, u128)> = vec![];
+    for e in &ev {
+        match e.what.as_str() {
+            "restart-begin" => restarts.push((e.args[0].clone(), e.args[1].clone(), e.at, 0)),
+            "restart-end" => restarts.iter_mut().find(|r| r.0 == e.args[0] && r.3 == 0).unwrap().3 = e.at,
+            _ => {}
+        }
+    }
+    assert_eq!(restarts.len(), NAMES.len(), "every node restarts once");
+    let snap = ev.iter().filter(|e| e.what == "etcd-snapshot").collect::<Vec<_>>();
+    assert_eq!(snap.len(), 1, "one snapshot");
+    assert_eq!(snap[0].args[0], "cop-master-1");
+    assert!(snap[0].args[1].starts_with("copctl-pre-upgrade-cop-master-1-"), "{:?}", snap[0].args);
+    assert!(snap[0].at < restarts[0].2, "the snapshot is taken before the first restart");
+    let servers: Vec<_> = restarts.iter().filter(|r| r.1 == "server").collect();
+    assert_eq!(
+        servers.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"]
+    );
+    let first_agent = restarts.iter().filter(|r| r.1 == "agent").map(|r| r.2).min().unwrap();
+    for (i, s) in servers.iter().enumerate() {
+        let next = servers.get(i + 1).map(|n| n.2).unwrap_or(first_agent);
+        assert!(s.3 > 0 && s.3 < next, "{} was still restarting when the next restart began", s.0);
+        let seen = |what: &str, args: &[&str]| {
+            ev.iter().any(|e| e.what == what && e.args == args && e.at > s.3 && e.at < next)
+        };
+        assert!(seen("ready", &[s.0.as_str(), "True"]), "{} was not seen Ready before the next restart", s.0);
+        assert!(seen("etcd", &["ok"]), "etcd was not seen healthy after {} and before the next restart", s.0);
+    }
+    // Agents in batches of two: never more than two restarting at once.
+    let agents: Vec<_> = restarts.iter().filter(|r| r.1 == "agent").collect();
+    for a in &agents {
+        let at_once = agents.iter().filter(|b| b.2 <= a.2 && a.2 < b.3).count();
+        assert!(at_once <= 2, "{at_once} agents restarting at once");
+    }
+    for (name, _) in NAMES {
+        assert_eq!(version_of(&c, name), NEW, "{name} runs the new release");
+        let drained =
+            (0..3).any(|i| c.lab().double_calls(i).iter().any(|l| l.starts_with(&format!("kubectl drain {name} "))));
+        assert!(drained, "{name} was drained (-e drain_nodes=true)");
+        let unschedulable = std::fs::read_to_string(cluster(&c, &format!("nodes/{name}/unschedulable"))).unwrap();
+        assert_eq!(unschedulable.trim(), "false", "{name} is back in service");
+    }
+    // Re-run: nothing changes, no snapshot, no restart.
+    let before = cluster_events(&c).len();
+    let ran = c.run_json(&upgrade, 0);
+    let changed: u64 = ran.recap().values().map(|r| r["changed"].as_u64().unwrap()).sum();
+    assert_eq!(changed, 0);
+    assert!(cluster_events(&c)[before..].iter().all(|e| e.what != "etcd-snapshot" && e.what != "restart-begin"));
+}
+
+#[test]
+fn a_downgrade_is_refused_before_anything_changes() {
+    let c = installed();
+    let start = cluster_events(&c).len();
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    let out = c.test().args(["run", "rke2-upgrade", "-e", "rke2_version=v1.33.5+rke2r1"]).status(2).run().stdout;
+    // The first node found newer stops the whole run (any_errors_fatal): the others may not be read.
+    let refused = NAMES
+        .iter()
+        .filter(|(name, _)| {
+            out.contains(&format!(
+                "{name} runs RKE2 v1.34.2+rke2r1, newer than rke2_version v1.33.5+rke2r1: copctl never downgrades \
+                 (an older RKE2 may not read what a newer one wrote to etcd); nothing was changed"
+            ))
+        })
+        .count();
+    assert!(refused >= 1, "{out}");
+    assert!(cluster_events(&c)[start..].is_empty(), "no snapshot, no restart");
+    for i in 0..NAMES.len() {
+        let new = &c.lab().double_calls(i)[before[i].len()..];
+        assert!(new.iter().all(|l| l.starts_with("kubectl get")), "{}: {new:?}", NAMES[i].0);
+    }
+    // A version that is no RKE2 release is refused when planning.
+    let err = c.test().args(["plan", "rke2-upgrade", "-e", "rke2_version=1.35"]).status(1).run().stderr;
+    assert!(err.contains("rke2_version must be an RKE2 release such as v1.34.2+rke2r1, not '1.35'"), "{err}");
+}
+
+#[test]
+fn the_upgrade_keeps_to_its_limit() {
+    let c = installed();
+    let before: Vec<Vec<String>> = (0..NAMES.len()).map(|i| c.lab().double_calls(i)).collect();
+    c.run_json(&["rke2-upgrade", "-e", &format!("rke2_version={NEW}"), "--limit", "cop-worker-1"], 0);
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        let new = &c.lab().double_calls(i)[before[i].len()..];
+        if *name == "cop-worker-1" {
+            assert_eq!(version_of(&c, name), NEW);
+            assert!(new.iter().any(|l| l.starts_with("install.sh")), "{new:?}");
+        } else {
+            assert_eq!(version_of(&c, name), "v1.34.2+rke2r1", "{name} was upgraded outside the limit");
+            // The servers kubectl runs on are only read (the node's version and Ready).
+            assert!(new.iter().all(|l| l.starts_with("kubectl get")), "{name}: {new:?}");
+        }
+    }
+    assert!(!cluster(&c, "snapshots").exists(), "no server in the limit: no snapshot");
+}
