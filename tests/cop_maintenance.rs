@@ -60,6 +60,17 @@ fn a_dead_worker_is_removed_from_the_clusters_side_and_its_name_joins_again() {
     std::fs::create_dir_all(cluster(&c, "pods/cop-worker-3")).unwrap();
     std::fs::write(cluster(&c, "pods/cop-worker-3/shop_web-1.pod"), "app=web\n").unwrap();
     assert!(cluster(&c, "secrets/kube-system/cop-worker-3.node-password.rke2").exists());
+    // Unreachable is not dead: while its kubelet still reports Ready, the node is not removed.
+    c.lab_mut().kill(idx("cop-worker-3"));
+    let out = c.test().args(["node", "remove", "cop-worker-3", "--yes"]).status(2).run().stdout;
+    assert!(
+        out.contains(
+            "cop-worker-3 does not answer over SSH but is Ready in the cluster (its kubelet still reports): it is not \
+             dead. Check the network from here to it; copctl removes as dead only a node that is down"
+        ),
+        "{out}"
+    );
+    assert!(cluster(&c, "nodes/cop-worker-3").exists() && cluster(&c, "pods/cop-worker-3/shop_web-1.pod").exists());
     dies(&mut c, "cop-worker-3");
     let ran =
         c.test().args(["node", "remove", "cop-worker-3", "--yes", "-e", "drain_timeout=2", "--output", "json"]).run();
