@@ -44,11 +44,16 @@ pub fn node_add(site: &Site, name: &str) -> Procedure {
 
 /// Removing a node: `node-remove` with the node named. The operator's confirmation of the
 /// removal covers the playbook's GPU work check too; `force` goes on where the playbook refuses
-/// (the last server, an even etcd member count, a failed drain).
-pub fn node_remove(name: &str, force: bool) -> Procedure {
+/// (the last server, an even etcd member count, a failed drain) — never where etcd would lose
+/// its quorum. `unreachable`: the node is dead (the manual's hardware replacement), so nothing
+/// runs on it and its pods are removed from the cluster's side.
+pub fn node_remove(name: &str, force: bool, unreachable: bool) -> Procedure {
     let mut extra_vars = vec![format!("node={name}"), "{\"yes\": true}".to_string()];
     if force {
         extra_vars.push("{\"force\": true}".into());
+    }
+    if unreachable {
+        extra_vars.push("{\"node_unreachable\": true}".into());
     }
     Procedure { playbooks: vec!["node-remove".to_string()], extra_vars, notes: Vec::new() }
 }
@@ -81,10 +86,11 @@ mod tests {
 
     #[test]
     fn node_remove_names_the_node_and_confirms() {
-        let p = node_remove("cop-worker-3", true);
+        let p = node_remove("cop-worker-3", true, false);
         assert_eq!(p.playbooks, ["node-remove"]);
         assert_eq!(p.extra_vars, ["node=cop-worker-3", "{\"yes\": true}", "{\"force\": true}"]);
-        assert_eq!(node_remove("w", false).extra_vars.len(), 2);
+        assert_eq!(node_remove("w", false, false).extra_vars.len(), 2);
+        assert_eq!(node_remove("w", false, true).extra_vars[2], "{\"node_unreachable\": true}");
     }
 
     #[test]

@@ -40,11 +40,21 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
             run(cli, name, extra_vars, (*output, *check, *diff), procedure)
         }
         NodeCmd::Remove { name, yes, force, extra_vars, output, check, diff } => {
-            if !yes && !check && !confirmed(name)? {
+            let dead = unreachable(cli, &site, name)?;
+            if let Some(why) = &dead {
+                eprintln!(
+                    "{name} is unreachable ({why}): removing it as a dead node: nothing runs on it (RKE2 is not stopped \
+                     or uninstalled there), its pods are drained with --force and those still there after {}s \
+                     (-e drain_timeout=SECONDS) are deleted, then the node is deleted from the cluster",
+                    drain_timeout(extra_vars)
+                );
+            }
+            if !yes && !check && !confirmed(name, dead.is_some())? {
                 eprintln!("not confirmed: nothing was changed");
                 return Ok(1);
             }
-            run(cli, name, extra_vars, (*output, *check, *diff), procedures::node_remove(name, *force))
+            let p = procedures::node_remove(name, *force, dead.is_some());
+            run(cli, name, extra_vars, (*output, *check, *diff), p)
         }
         NodeCmd::Drain { name, yes, force, extra_vars, output } => {
             let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_drain(name, *yes, *force))?;
@@ -104,8 +114,37 @@ fn install_key_if_needed(cli: &Cli, site: &crate::site::Site, name: &str) -> Res
     Ok(())
 }
 
+/// Whether the node is down: `Some(why)` when SSH cannot reach it at all (refused, timed out,
+/// no route); a node that answers but refuses the login or shows another host key is not dead,
+/// and its removal goes on as usual (and fails there, saying why).
+fn unreachable(cli: &Cli, site: &crate::site::Site, name: &str) -> Result<Option<String>> {
+    let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
+    let spec = HostSpec::from_inventory_with(&site.inventory, name, &cfg, &cli.connect_defaults()?);
+    if spec.kind != ConnectionKind::Ssh {
+        return Ok(None);
+    }
+    let rt = crate::runtime()?;
+    Ok(match rt.block_on(SshConnection::connect(&spec, &cli.ssh_options(), None)) {
+        Ok(c) => {
+            rt.block_on(c.close());
+            None
+        }
+        Err(TransportError::Unreachable { reason, transient: true, .. }) => Some(reason),
+        Err(_) => None,
+    })
+}
+
+/// The drain timeout the removal will use (the playbook's 300 unless `-e drain_timeout=N`).
+fn drain_timeout(extra_vars: &[String]) -> String {
+    extra_vars
+        .iter()
+        .rev()
+        .find_map(|e| e.strip_prefix("drain_timeout=").map(str::to_string))
+        .unwrap_or_else(|| "300".into())
+}
+
 /// Asks on the terminal for the node's name; there must be a terminal to ask on.
-fn confirmed(name: &str) -> Result<bool> {
+fn confirmed(name: &str, dead: bool) -> Result<bool> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
         return Err(Error::with_help(
@@ -113,9 +152,13 @@ fn confirmed(name: &str) -> Result<bool> {
             "pass --yes to confirm on the command line",
         ));
     }
-    eprint!(
-        "Remove {name} from the cluster? It is cordoned, drained, deleted from the cluster and RKE2 is uninstalled.\nType the node name to confirm: "
-    );
+    if dead {
+        eprint!("Remove the dead node {name} from the cluster?\nType the node name to confirm: ");
+    } else {
+        eprint!(
+            "Remove {name} from the cluster? It is cordoned, drained, deleted from the cluster and RKE2 is uninstalled.\nType the node name to confirm: "
+        );
+    }
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(answer.trim() == name)

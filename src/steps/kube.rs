@@ -1,5 +1,6 @@
 //! `kube`: node operations through kubectl on a control-plane host (cordon, uncordon, drain,
-//! delete, label, wait_ready, gpu_drain_check, pdb_check). kubectl is RKE2's
+//! delete, label, wait_ready, gpu_drain_check, pdb_check; for a dead node drain_unreachable,
+//! etcd_quorum_check, etcd_member_gone — etcd read through etcdctl in the server's etcd pod). kubectl is RKE2's
 //! (/var/lib/rancher/rke2/bin) when not on PATH, with RKE2's admin kubeconfig; `helm` shares that
 //! prelude.
 //!
@@ -33,6 +34,16 @@ pub enum KubeAction {
     /// Before draining: the pods on the node that a PodDisruptionBudget allowing no disruption
     /// protects (their evictions will be refused), as warnings naming the budget and the pods.
     PdbCheck,
+    /// A node that is down (NotReady, not answering): its pods evicted as `kubectl drain --force`
+    /// does, and those its kubelet cannot confirm gone after `timeout` deleted at once
+    /// (`--grace-period=0 --force`), so their controllers start them elsewhere.
+    DrainUnreachable,
+    /// Before a server leaves: refuses when the etcd members left would have no quorum (a
+    /// majority of them healthy). Read-only.
+    EtcdQuorumCheck,
+    /// After a server's node is deleted: its etcd member is gone (RKE2's controller removes it;
+    /// when it did not, `etcdctl member remove`), checked by listing the members again.
+    EtcdMemberGone,
 }
 
 /// Node operations through kubectl on a control-plane host. `uncordon` only undoes a cordon
@@ -95,7 +106,10 @@ impl Kind for KubeArgs {
     const MAY_BE_READ_ONLY: bool = true;
 
     fn read_only(&self) -> bool {
-        matches!(self.action, KubeAction::WaitReady | KubeAction::GpuDrainCheck | KubeAction::PdbCheck)
+        matches!(
+            self.action,
+            KubeAction::WaitReady | KubeAction::GpuDrainCheck | KubeAction::PdbCheck | KubeAction::EtcdQuorumCheck
+        )
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
@@ -105,6 +119,12 @@ impl Kind for KubeArgs {
         }
         if a.action == KubeAction::PdbCheck {
             return pdb_check(cx, a).await;
+        }
+        match a.action {
+            KubeAction::DrainUnreachable => return super::dead_node::drain_unreachable(cx, a).await,
+            KubeAction::EtcdQuorumCheck => return super::dead_node::etcd_quorum_check(cx, a).await,
+            KubeAction::EtcdMemberGone => return super::dead_node::etcd_member_gone(cx, a).await,
+            _ => {}
         }
         let flag = |f: &Option<Flag>| f.as_ref().is_some_and(|f| f.get());
         let n = shell_quote(&a.node);
@@ -150,8 +170,15 @@ impl Kind for KubeArgs {
                 "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s{}\"\n",
                 if flag(&a.disable_eviction) { " --disable-eviction" } else { "" }
             ),
+            // The node-password secret goes too: a machine rejoining under this name (new hardware,
+            // a reinstall) has a new password, which RKE2 refuses while the old secret exists.
             KubeAction::Delete => {
-                format!("if $K get node {n} >/dev/null 2>&1; then do_ deleted \"$K delete node {n}\"; fi\n")
+                let secret = shell_quote(&format!("{}.node-password.rke2", a.node));
+                format!(
+                    "if $K get node {n} >/dev/null 2>&1; then do_ deleted \"$K delete node {n}\"; fi\n\
+                     if $K get secret {secret} -n kube-system >/dev/null 2>&1; then \
+                     do_ 'node-password secret deleted' \"$K delete secret {secret} -n kube-system --ignore-not-found\"; fi\n"
+                )
             }
             KubeAction::Label => {
                 let mut s = format!("cur=$($K get node {n} -o jsonpath='{{.metadata.labels}}') || exit 1\n");
@@ -165,7 +192,11 @@ impl Kind for KubeArgs {
                 }
                 s
             }
-            KubeAction::GpuDrainCheck | KubeAction::PdbCheck => unreachable!("handled above"),
+            KubeAction::GpuDrainCheck
+            | KubeAction::PdbCheck
+            | KubeAction::DrainUnreachable
+            | KubeAction::EtcdQuorumCheck
+            | KubeAction::EtcdMemberGone => unreachable!("handled above"),
             KubeAction::WaitReady => {
                 if cx.check {
                     return Outcome::skipped(format!("check mode: would wait for {} to be Ready", a.node));
@@ -279,7 +310,7 @@ async fn gpu_drain_check(cx: &StepCtx<'_>, a: &KubeArgs) -> Outcome {
 }
 
 /// The JSON document after the line `--- NAME` of a script's output (Null when absent or broken).
-fn section(text: &str, name: &str) -> Value {
+pub(super) fn section(text: &str, name: &str) -> Value {
     let start = text.find(&format!("--- {name}\n")).map(|i| i + name.len() + 5).unwrap_or(text.len());
     let end = text[start..].find("\n--- ").map(|i| start + i).unwrap_or(text.len());
     serde_json::from_str(&text[start..end]).unwrap_or(Value::Null)
