@@ -143,7 +143,7 @@ fn ansible_playbooks_list_flags_print_and_run_nothing() {
         .args(["run", "system-dns", "--start-at-task", "nosuch step", "--limit", "cop-worker-1"])
         .status(1)
         .stdout("")
-        .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver drop-in directory, resolver drop-in\n\n")
+        .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver in use, resolver drop-in directory, resolver drop-in, NetworkManager DNS configuration directory, NetworkManager DNS\n\n")
         .run();
 }
 
