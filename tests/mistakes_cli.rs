@@ -133,7 +133,7 @@ fn ansible_playbooks_list_flags_print_and_run_nothing() {
     Test::repo()
         .args(["run", "system-dns", "--syntax-check"])
         .stderr("")
-        .stdout("ok: 9 host(s), 7 group(s), 1 playbook(s), 33 planned task(s); nothing was run\n")
+        .stdout("ok: 9 host(s), 7 group(s), 1 playbook(s), 65 planned task(s); nothing was run\n")
         .run();
     let ran = Test::repo().args(["run", "system-dns", "--list-tasks", "--limit", "cop-worker-1"]).stderr("").run();
     let plan = Test::repo().args(["plan", "system-dns", "--limit", "cop-worker-1"]).stderr("").run();
@@ -143,7 +143,7 @@ fn ansible_playbooks_list_flags_print_and_run_nothing() {
         .args(["run", "system-dns", "--start-at-task", "nosuch step", "--limit", "cop-worker-1"])
         .status(1)
         .stdout("")
-        .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver drop-in directory, resolver drop-in\n\n")
+        .stderr("  x --start-at 'nosuch step' names no planned step of system-dns\n  help: the planned steps are: cluster names in /etc/hosts, resolver in use, resolver drop-in directory, resolver drop-in, NetworkManager DNS configuration directory, NetworkManager DNS\n\n")
         .run();
 }
 
@@ -214,7 +214,7 @@ fn settings_kept_in_the_inventory_pass_the_playbooks_site_checks() {
         )
         .args(["validate", "system-dns", "system-setup", "gpu-operator"])
         .stderr("warning: gpu-operator: play 'GPU nodes': hosts 'gpu' matches no host; skipped\n")
-        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 49 planned task(s); nothing was run\n")
+        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 67 planned task(s); nothing was run\n")
         .run();
 }
 

@@ -119,7 +119,10 @@ fn plan_text_and_dot_render() {
 playbook rke2-install — Install RKE2 air-gapped and join the nodes (first server, then servers one at a time, then agents in batches of 50)
   play first-server (hosts: masters[0])
     outside --limit, read-only: cop-master-1
+        - [shell] operating system  (read-only)
+        - [set_fact] operating system facts  (read-only)
         - [shell] rke2 running before this run  (read-only)
+        - [assert] SELinux packages named  (read-only)
         - [shell] never downgrade  (read-only)
         - [wait_for] wait for the join token  (read-only)
         - [slurp] read the join token  (read-only)
@@ -128,10 +131,15 @@ playbook rke2-install — Install RKE2 air-gapped and join the nodes (first serv
   play agents (hosts: workers:gpu; serial: 50; needs: first-server)
     batch 1/1
       cop-worker-3
+        - [shell] operating system  (read-only)
+        - [set_fact] operating system facts  (read-only)
         - [shell] rke2 running before this run  (read-only)
         - [file] staging directory
         - [copy] artifacts from the bastion
         - [shell] artifact checksums
+        - [assert] SELinux packages named  (read-only)
+        - [copy] SELinux rpms from the bastion
+        - [package] SELinux policy for RKE2
         - [shell] never downgrade  (read-only)
         - [file] config directory
         - [template] rke2 config
@@ -141,7 +149,7 @@ playbook rke2-install — Install RKE2 air-gapped and join the nodes (first serv
         - [slurp] read the join token  (read-only)
         - [kube] wait until Ready  (read-only, on cop-master-1)
         - [service] restart rke2 (handler)
-17 tasks; hosts that may change: cop-worker-3
+25 tasks; hosts that may change: cop-worker-3
 "#,
         )
         .run();
@@ -245,7 +253,7 @@ fn validate_checks_every_shipped_playbook() {
             r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: `node` is undefined
 note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: `node` is undefined
 note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: `node` is undefined
-ok: 9 host(s), 7 group(s), 14 playbook(s), 828 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 14 playbook(s), 944 planned task(s); nothing was run
 "#,
         )
         .run();

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod cop_site;
+pub mod os;
 
 use std::fs::{self, File};
 use std::io::Write;
