@@ -395,14 +395,21 @@ fn gpu_driver_and_operator_with_dra() {
         steps,
         [
             "GPU work on the node",
-            "cordon for the upgrade",
-            "drain for the upgrade",
+            "disruption budgets",
+            "cordon",
+            "drain",
+            "stop on a failed drain",
+            "GPU Operator pods off the node",
+            "GPU Operator pods gone",
+            "unload the driver",
             "remove the old driver",
             "staging directory",
             "driver installer from the bastion",
             "install the driver",
             "the driver answers",
-            "uncordon after the upgrade"
+            "GPU Operator pods back on the node",
+            "wait until Ready",
+            "uncordon"
         ]
     );
     assert_eq!(

@@ -273,7 +273,7 @@ fn the_driver_upgrade_takes_gpu_nodes_one_at_a_time_with_the_operator_labelled_o
             "staging directory",
             "driver installer from the bastion",
             "install the driver",
-            "the new driver answers",
+            "the driver answers",
             "GPU Operator pods back on the node",
             "wait until Ready",
             "uncordon",
