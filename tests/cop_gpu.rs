@@ -337,3 +337,33 @@ fn the_driver_upgrade_respects_the_limit() {
     assert!(new.iter().all(|l| !l.contains("cop-gpu-1")), "{new:?}");
     assert!(new.iter().any(|l| l.starts_with("kubectl drain cop-gpu-2")), "{new:?}");
 }
+
+#[test]
+fn a_harbor_proxy_cache_project_per_upstream_is_a_mirror_rewrite() {
+    let t = Test::new()
+        .inventory("[local]\nhere ansible_connection=local\n")
+        .env(
+            "sub_domain: cop\ndomain: example\nTLD: com\nregistry_port: 8443\nregistry_username: admin\n\
+             registry_password: pw\nregistry_ca_file: ''\nregistry_mirrors: [docker.io, nvcr.io, registry.k8s.io]\n\
+             registry_mirror_projects: {nvcr.io: nvcr}\n",
+        )
+        .playbook(
+            "r",
+            "plays:\n  - name: r\n    hosts: all\n    steps:\n      - name: registries.yaml\n        \
+             template: { src: rke2/registries.yaml.j2, dest: \"{{ out }}\", mode: \"0600\" }\n",
+        );
+    let out = t.site().path("registries.yaml");
+    let t = t.args(["run", "r", "-e", &format!("out={}", out.display())]);
+    t.run();
+    let reg: Value = serde_saphyr::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        reg["mirrors"]["nvcr.io"],
+        serde_json::json!({"endpoint": ["https://registry.cop.example.com:8443"], "rewrite": {"^(.*)$": "nvcr/$1"}}),
+        "{reg}"
+    );
+    assert_eq!(
+        reg["mirrors"]["registry.k8s.io"],
+        serde_json::json!({"endpoint": ["https://registry.cop.example.com:8443"]}),
+        "{reg}"
+    );
+}
