@@ -353,8 +353,8 @@ fn a_harbor_proxy_cache_project_per_upstream_is_a_mirror_rewrite() {
              template: { src: rke2/registries.yaml.j2, dest: \"{{ out }}\", mode: \"0600\" }\n",
         );
     let out = t.site().path("registries.yaml");
-    let t = t.args(["run", "r", "-e", &format!("out={}", out.display())]);
-    t.run();
+    // The run holds the site (its directory) while the file is read.
+    let _ran = t.args(["run", "r", "-e", &format!("out={}", out.display())]).run();
     let reg: Value = serde_saphyr::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(
         reg["mirrors"]["nvcr.io"],
