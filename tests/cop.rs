@@ -370,14 +370,17 @@ fn removing_a_server_that_leaves_an_even_etcd_count_is_refused() {
 fn gpu_driver_and_operator_with_dra() {
     let c = installed();
     let gpu = NAMES.iter().position(|(n, _)| *n == "cop-gpu-1").unwrap();
-    c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"], 0);
+    c.run_json(&["rke2-private-registry", "gpu-preinstall", "gpu-install", "gpu-operator"], 0);
     let calls = c.lab().double_calls(gpu);
     assert!(calls.iter().any(|l| l.starts_with("apt-get install") && l.contains("linux-headers-")), "{calls:?}");
     assert!(calls.iter().any(|l| l == "nvidia-installer --silent --dkms"), "{calls:?}");
     assert!(!calls.iter().any(|l| l.starts_with("reboot")), "nouveau was not loaded: no reboot");
     assert!(c.lab().path(gpu, "/etc/modprobe.d/blacklist-nouveau.conf").exists());
     let helm: Vec<String> = c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("helm upgrade")).collect();
-    let op = helm.iter().find(|l| l.contains("gpu-operator nvidia/gpu-operator")).expect("GPU Operator installed");
+    let op = helm
+        .iter()
+        .find(|l| l.contains("gpu-operator /var/tmp/copctl-charts/gpu-operator-v25.10.0.tgz"))
+        .expect("GPU Operator installed");
     for want in [
         "driver.enabled=false",
         "toolkit.env[0].value=/run/k3s/containerd/containerd.sock",
@@ -404,14 +407,21 @@ fn gpu_driver_and_operator_with_dra() {
         steps,
         [
             "GPU work on the node",
-            "cordon for the upgrade",
-            "drain for the upgrade",
+            "disruption budgets",
+            "cordon",
+            "drain",
+            "stop on a failed drain",
+            "GPU Operator pods off the node",
+            "GPU Operator pods gone",
+            "unload the driver",
             "remove the old driver",
             "staging directory",
             "driver installer from the bastion",
             "install the driver",
             "the driver answers",
-            "uncordon after the upgrade"
+            "GPU Operator pods back on the node",
+            "wait until Ready",
+            "uncordon"
         ]
     );
     assert_eq!(
@@ -487,7 +497,15 @@ fn draining_a_gpu_node_with_work_stops_unless_confirmed_or_forced() {
 #[test]
 fn node_add_of_a_gpu_node_follows_the_manuals_order() {
     let c = Site::cop_cluster();
-    let all = ["system-setup", "system-dns", "gpu-preinstall", "gpu-install", "rke2-install", "gpu-operator"];
+    let all = [
+        "system-setup",
+        "system-dns",
+        "gpu-preinstall",
+        "gpu-install",
+        "rke2-install",
+        "rke2-private-registry",
+        "gpu-operator",
+    ];
     c.run_json(&[&all[..], &["--limit", "!cop-gpu-2"]].concat(), 0);
     let helm_before = c.lab().double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count();
     c.test().args(["node", "add", "cop-gpu-2"]).run();

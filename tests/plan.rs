@@ -253,7 +253,7 @@ fn validate_checks_every_shipped_playbook() {
             r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: `node` is undefined
 note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: `node` is undefined
 note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: `node` is undefined
-ok: 9 host(s), 7 group(s), 14 playbook(s), 944 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 15 playbook(s), 1014 planned task(s); nothing was run
 "#,
         )
         .run();

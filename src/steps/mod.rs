@@ -51,6 +51,7 @@ macro_rules! kinds {
             authorized_key: AuthorizedKey(AuthorizedKeyArgs),
             kube: Kube(KubeArgs),
             helm: Helm(HelmArgs),
+            image_check: ImageCheck(ImageCheckArgs),
             assert: Assert(AssertArgs),
             debug: Debug(DebugArgs),
             set_fact: SetFact(SetFactArgs),

@@ -56,6 +56,7 @@ impl CopSite {
             "kubectl",
             "reboot",
             "lab-boot",
+            "curl",
         ]);
         let mut inv = String::new();
         for group in ["masters", "workers", "gpu"] {
@@ -91,18 +92,23 @@ impl CopSite {
             .status()
             .unwrap();
         assert!(st.success());
-        // The NVIDIA driver runfile double: records itself, "loads" its version, and leaves an
-        // nvidia-uninstall behind, as the real installer does.
+        // The NVIDIA driver runfile double (driver_runfile).
         let nv = dir.join("nvidia");
         std::fs::create_dir_all(&nv).unwrap();
+        std::fs::write(nv.join("NVIDIA-Linux-x86_64-580.95.05.run"), driver_runfile("580.95.05")).unwrap();
+        // The GPU Operator and DRA driver charts as archives (air-gapped), and the private registry
+        // holding every image they render, behind registries.yaml's credentials (the curl double).
+        let charts = dir.join("charts");
+        write_chart(&charts, "gpu-operator", "v25.10.0", GPU_OPERATOR_TEMPLATES);
+        write_chart(&charts, "dra-driver-nvidia-gpu", "25.8.0", DRA_DRIVER_TEMPLATES);
+        let reg = lab.root.join("cluster/registry/registry.cop.example.com:8443");
+        std::fs::create_dir_all(&reg).unwrap();
         std::fs::write(
-            nv.join("NVIDIA-Linux-x86_64-580.95.05.run"),
-            "#!/bin/sh\necho \"nvidia-installer $*\" >> /var/log/copctl-doubles.log\nmkdir -p /var/lib/copctl-doubles/nvidia\n\
-             echo 580.95.05 > /var/lib/copctl-doubles/nvidia/version\n\
-             printf '#!/bin/sh\\necho \"nvidia-uninstall $*\" >> /var/log/copctl-doubles.log\\nrm -f /var/lib/copctl-doubles/nvidia/version\\n' > /usr/local/sbin/nvidia-uninstall\n\
-             chmod 755 /usr/local/sbin/nvidia-uninstall\n",
+            reg.join("images"),
+            CHART_IMAGES.iter().map(|i| format!("{}\n", registry_path(i))).collect::<String>(),
         )
         .unwrap();
+        std::fs::write(reg.join("auth"), "admin:change-me").unwrap();
         // The registry's CA certificate on the bastion (its content is all the doubles look at).
         let ca = dir.join("certs/registry-ca.crt");
         std::fs::create_dir_all(ca.parent().unwrap()).unwrap();
@@ -122,6 +128,10 @@ impl CopSite {
                 &format!("gpu_driver_artifact_dir: {}", nv.display()),
             )
             .replace(
+                "gpu_chart_artifact_dir: /opt/openmaru-cop/artifacts/charts",
+                &format!("gpu_chart_artifact_dir: {}", charts.display()),
+            )
+            .replace(
                 "registry_ca_file: /etc/openmaru-cop/certs/registry-ca.crt",
                 &format!("registry_ca_file: {}", ca.display()),
             );
@@ -129,4 +139,84 @@ impl CopSite {
         std::fs::create_dir(dir.join("home")).unwrap();
         CopSite { lab, dir: dir.to_path_buf() }
     }
+}
+
+/// The NVIDIA driver runfile double for `version`: records itself, refuses to run while an NVIDIA
+/// module is loaded (as the real installer does: "An NVIDIA kernel module 'nvidia' appears to
+/// already be loaded in your kernel"), installs and loads its version, and leaves an
+/// nvidia-uninstall behind that removes it and unloads the modules unless the GPU is held.
+pub fn driver_runfile(version: &str) -> String {
+    format!(
+        "#!/bin/sh\necho \"nvidia-installer $*\" >> /var/log/copctl-doubles.log\n\
+         m=/var/lib/copctl-doubles/modules\n\
+         if [ -e $m/nvidia ]; then echo \"ERROR: An NVIDIA kernel module 'nvidia' appears to already be loaded in your kernel.\" >&2; exit 1; fi\n\
+         mkdir -p /var/lib/copctl-doubles/nvidia $m\n\
+         echo {version} > /var/lib/copctl-doubles/nvidia/version\n\
+         for k in nvidia nvidia_uvm nvidia_modeset nvidia_drm; do touch $m/$k; done\n\
+         printf '#!/bin/sh\\necho \"nvidia-uninstall $*\" >> /var/log/copctl-doubles.log\\nrm -f /var/lib/copctl-doubles/nvidia/version\\n\
+         modprobe -r nvidia_drm nvidia_modeset nvidia_uvm nvidia 2>/dev/null || echo \"WARNING: the NVIDIA kernel module is in use: reboot to unload it\" >&2\\n' > /usr/local/sbin/nvidia-uninstall\n\
+         chmod 755 /usr/local/sbin/nvidia-uninstall\n"
+    )
+}
+
+/// Every image the test charts render (the driver's is not: driver.enabled is false).
+pub const CHART_IMAGES: &[&str] = &[
+    "nvcr.io/nvidia/gpu-operator:v25.10.0",
+    "registry.k8s.io/nfd/node-feature-discovery:v0.18.2",
+    "nvcr.io/nvidia/k8s/container-toolkit:v1.18.0",
+    "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.10.0",
+    "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04",
+    "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0",
+];
+
+/// Where a mirror keeps an image: its path without the upstream host (`nvidia/gpu-operator:v1`).
+pub fn registry_path(image: &str) -> &str {
+    image.split_once('/').map(|(_, p)| p).unwrap_or(image)
+}
+
+/// Templates as `helm template` renders them (no template directives in them).
+const GPU_OPERATOR_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "operator.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: gpu-operator\nspec:\n  template:\n    spec:\n      \
+         containers:\n        - name: gpu-operator\n          image: nvcr.io/nvidia/gpu-operator:v25.10.0\n",
+    ),
+    (
+        "nfd.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: gpu-operator-node-feature-discovery-worker\nspec:\n  \
+         template:\n    spec:\n      containers:\n        - name: worker\n          \
+         image: registry.k8s.io/nfd/node-feature-discovery:v0.18.2\n",
+    ),
+    (
+        "clusterpolicy.yaml",
+        "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cluster-policy\nspec:\n  driver:\n    \
+         enabled: false\n    repository: nvcr.io/nvidia\n    image: driver\n    version: \"580.95.05\"\n  toolkit:\n    \
+         enabled: true\n    repository: nvcr.io/nvidia/k8s\n    image: container-toolkit\n    version: v1.18.0\n  \
+         validator:\n    repository: nvcr.io/nvidia/cloud-native\n    image: gpu-operator-validator\n    version: v25.10.0\n  \
+         dcgmExporter:\n    enabled: true\n    repository: nvcr.io/nvidia/k8s\n    image: dcgm-exporter\n    \
+         version: 4.4.1-4.6.0-ubuntu22.04\n",
+    ),
+];
+
+const DRA_DRIVER_TEMPLATES: &[(&str, &str)] = &[(
+    "kubeletplugin.yaml",
+    "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: dra-driver-nvidia-gpu-kubelet-plugin\nspec:\n  template:\n    \
+     spec:\n      containers:\n        - name: gpus\n          image: nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0\n",
+)];
+
+/// A chart archive as `helm pull` saves it: NAME-VERSION.tgz holding NAME/Chart.yaml and templates.
+pub fn write_chart(dir: &Path, name: &str, version: &str, templates: &[(&str, &str)]) {
+    let src = dir.join("src").join(name);
+    std::fs::create_dir_all(src.join("templates")).unwrap();
+    std::fs::write(src.join("Chart.yaml"), format!("apiVersion: v2\nname: {name}\nversion: {version}\n")).unwrap();
+    for (f, text) in templates {
+        std::fs::write(src.join("templates").join(f), text).unwrap();
+    }
+    let st = Command::new("tar")
+        .arg("czf")
+        .arg(dir.join(format!("{name}-{version}.tgz")))
+        .args(["-C", &dir.join("src").display().to_string(), name])
+        .status()
+        .unwrap();
+    assert!(st.success());
 }
