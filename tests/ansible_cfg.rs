@@ -389,3 +389,36 @@ fn a_run_driven_by_ansible_cfg_alone() {
         stderr(&o)
     );
 }
+
+/// The example site: group_vars/gpu.yml read as ansible-inventory reads it, and its vaulted
+/// registry password, opened by ansible-vault and copctl with the example password.
+#[test]
+fn the_example_sites_group_vars_and_vault_file() {
+    let ours = copctl(None, &["inventory", "host", "cop-gpu-1"]);
+    let theirs = ansible_cmd("ansible-inventory")
+        .args(["-i", "inventory/inventory.ini", "--host", "cop-gpu-1"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(theirs.status.success(), "{}", stderr(&theirs));
+    let json = |o: &Output| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap();
+    assert_eq!(json(&ours), json(&theirs));
+    assert_eq!(json(&ours)["gpu_node"], serde_json::Value::Bool(true));
+
+    let d = tempfile::tempdir().unwrap();
+    let pw = d.path().join("pw");
+    std::fs::write(&pw, "change-me-vault\n").unwrap();
+    let pw = pw.display().to_string();
+    let file = "inventory/files/registry-secrets.yml";
+    let theirs = ansible_cmd("ansible-vault")
+        .args(["view", "--vault-password-file", &pw, file])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let ours = copctl(None, &["vault", "view", "--vault-password-file", &pw, file]);
+    assert_eq!(stdout(&ours), stdout(&theirs));
+    assert!(stdout(&ours).ends_with("registry_password: change-me\n"), "{}", stdout(&ours));
+    // `-i inventory/` takes no file of files/ for an inventory.
+    let o = copctl(None, &["hosts", "gpu", "-i", "inventory/"]);
+    assert_eq!((stdout(&o).as_str(), stderr(&o).as_str()), ("cop-gpu-1\ncop-gpu-2\n", ""));
+}
