@@ -422,3 +422,45 @@ fn the_example_sites_group_vars_and_vault_file() {
     let o = copctl(None, &["hosts", "gpu", "-i", "inventory/"]);
     assert_eq!((stdout(&o).as_str(), stderr(&o).as_str()), ("cop-gpu-1\ncop-gpu-2\n", ""));
 }
+
+/// group_vars/ and host_vars/ beside the playbooks (the site's playbooks/, or --playbook-dir),
+/// each above its inventory-adjacent counterpart, as `ansible-inventory --playbook-dir` reads
+/// them.
+#[test]
+fn playbook_adjacent_group_vars_and_host_vars() {
+    let p = Place::new();
+    p.write("cwd/inv/hosts", "[web]\nw1 hv=inv_host\nw2\n[web:vars]\ngi=inv_group\n")
+        .write("cwd/inv/group_vars/all.yml", "a1: inv_all\na2: inv_all\na3: inv_all\n")
+        .write("cwd/inv/group_vars/web.yml", "a3: inv_web\ng1: inv_web\ng2: inv_web\ngi: inv_web\n")
+        .write("cwd/inv/host_vars/w1.yml", "hv: inv_hostvars\nh2: inv_hostvars\nh3: inv_hostvars\n");
+    for dir in ["cwd/inv/playbooks", "cwd/pb"] {
+        p.write(&format!("{dir}/group_vars/all.yml"), "a2: pb_all\na3: pb_all\ng1: pb_all\n")
+            .write(&format!("{dir}/group_vars/web/main.yml"), "g2: pb_web\nhv: pb_web\nh3: pb_web\n")
+            .write(&format!("{dir}/host_vars/w1.yml"), "h2: pb_hostvars\n");
+    }
+    let theirs = |what: &[&str]| {
+        let mut c = ansible_cmd("ansible-inventory");
+        c.args(["-i", "inv/hosts", "--playbook-dir", "pb"]).args(what);
+        p.isolate(&mut c, &[]);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let ours = |args: &[&str]| {
+        let o = p.copctl(args, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stderr(&o), "");
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    for h in ["w1", "w2"] {
+        let want = theirs(&["--host", h]);
+        assert_eq!(ours(&["-i", "inv/hosts", "--playbook-dir", "pb", "inventory", "host", h]), want, "{h}");
+        // The site's playbooks/ beside the inventory is the playbook directory by default.
+        assert_eq!(ours(&["-i", "inv/hosts", "inventory", "host", h]), want, "{h}");
+    }
+    assert_eq!(ours(&["-i", "inv/hosts", "inventory", "list"]), theirs(&["--list"]));
+    // A file no group reads is named, as beside the inventory.
+    p.write("cwd/pb/group_vars/wbe.yml", "x: 1\n");
+    let o = p.copctl(&["-i", "inv/hosts", "--playbook-dir", "pb", "hosts", "all"], &[]);
+    assert_eq!(stderr(&o), "warning: pb/group_vars/wbe.yml is not read: the inventory has no group 'wbe'\n");
+}
