@@ -166,6 +166,13 @@ const DEFS: &[Def] = &[
         meaning: "the user to become where the inventory sets none (as --become-user)",
     },
     Def {
+        name: "BECOME_PASSWORD_FILE",
+        kind: Kind::Path,
+        ini: &[("defaults", "become_password_file")],
+        env: &["ANSIBLE_BECOME_PASSWORD_FILE"],
+        meaning: "become password file (as --become-password-file)",
+    },
+    Def {
         name: "DEFAULT_BECOME_ASK_PASS",
         kind: Kind::Bool,
         ini: &[("privilege_escalation", "become_ask_pass")],

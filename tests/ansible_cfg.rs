@@ -164,6 +164,7 @@ vault_identity_list = prod@prod.pw, dev@prompt
 vault_identity = site
 vault_id_match = True
 ask_vault_pass = no
+become_password_file = ../secrets/become.pw
 nocows = 1
 
 [privilege_escalation]
@@ -185,7 +186,7 @@ fn every_setting_as_ansible_config_dumps_it() {
     let env = [("ANSIBLE_CONFIG", "../site/ansible.cfg")];
     let (ours, theirs) = compare_dumps(&p, &env);
     assert_eq!(ours, theirs);
-    assert_eq!(ours.len(), 17, "{ours:#?}");
+    assert_eq!(ours.len(), 18, "{ours:#?}");
 
     // The environment over the file; its relative paths from the working directory.
     let env = [
@@ -201,11 +202,12 @@ fn every_setting_as_ansible_config_dumps_it() {
     let o = p.copctl(&["config", "--only-changed"], &env);
     assert_eq!(
         p.show(&o),
-        "CONFIG_FILE() = [PLACE]/site/ansible.cfg
+        "BECOME_PASSWORD_FILE([PLACE]/site/ansible.cfg:15) = [PLACE]/secrets/become.pw
+CONFIG_FILE() = [PLACE]/site/ansible.cfg
 DEFAULT_ASK_VAULT_PASS([PLACE]/site/ansible.cfg:14) = False
-DEFAULT_BECOME([PLACE]/site/ansible.cfg:18) = True
-DEFAULT_BECOME_ASK_PASS([PLACE]/site/ansible.cfg:21) = False
-DEFAULT_BECOME_METHOD([PLACE]/site/ansible.cfg:19) = sudo
+DEFAULT_BECOME([PLACE]/site/ansible.cfg:19) = True
+DEFAULT_BECOME_ASK_PASS([PLACE]/site/ansible.cfg:22) = False
+DEFAULT_BECOME_METHOD([PLACE]/site/ansible.cfg:20) = sudo
 DEFAULT_BECOME_USER(env: ANSIBLE_BECOME_USER) = ops
 DEFAULT_FORKS(env: ANSIBLE_FORKS) = 7
 DEFAULT_HOST_LIST(env: ANSIBLE_INVENTORY) = ['[PLACE]/cwd/a.ini', '[PLACE]/cwd/b.ini']
@@ -220,9 +222,9 @@ DEFAULT_VAULT_PASSWORD_FILE([PLACE]/site/ansible.cfg:10) = [PLACE]/home/.vault-p
 HOST_KEY_CHECKING(env: ANSIBLE_HOST_KEY_CHECKING) = True
 
 not used by copctl:
-[PLACE]/site/ansible.cfg:15: [defaults] nocows is not used by copctl
-[PLACE]/site/ansible.cfg:24: [ssh_connection] ssh_args is not used by copctl: copctl speaks SSH itself (no ssh processes, no ControlMaster); put options in ~/.ssh/config
-[PLACE]/site/ansible.cfg:25: [ssh_connection] pipelining is not used by copctl: moot: copctl sends no modules, every step already runs without temporary files
+[PLACE]/site/ansible.cfg:16: [defaults] nocows is not used by copctl
+[PLACE]/site/ansible.cfg:25: [ssh_connection] ssh_args is not used by copctl: copctl speaks SSH itself (no ssh processes, no ControlMaster); put options in ~/.ssh/config
+[PLACE]/site/ansible.cfg:26: [ssh_connection] pipelining is not used by copctl: moot: copctl sends no modules, every step already runs without temporary files
 "
     );
 
@@ -249,9 +251,9 @@ fn keys_copctl_does_not_use_are_listed_under_v() {
     let loud = p.copctl(&["hosts", "all", "-v"], &[]);
     assert_eq!(
         stderr(&loud).replace(&p.root.display().to_string(), "[PLACE]"),
-        "note: [PLACE]/cwd/ansible.cfg:15: [defaults] nocows is not used by copctl
-note: [PLACE]/cwd/ansible.cfg:24: [ssh_connection] ssh_args is not used by copctl: copctl speaks SSH itself (no ssh processes, no ControlMaster); put options in ~/.ssh/config
-note: [PLACE]/cwd/ansible.cfg:25: [ssh_connection] pipelining is not used by copctl: moot: copctl sends no modules, every step already runs without temporary files
+        "note: [PLACE]/cwd/ansible.cfg:16: [defaults] nocows is not used by copctl
+note: [PLACE]/cwd/ansible.cfg:25: [ssh_connection] ssh_args is not used by copctl: copctl speaks SSH itself (no ssh processes, no ControlMaster); put options in ~/.ssh/config
+note: [PLACE]/cwd/ansible.cfg:26: [ssh_connection] pipelining is not used by copctl: moot: copctl sends no modules, every step already runs without temporary files
 "
     );
 }

@@ -12,12 +12,12 @@ use crate::error::Result;
 pub fn config(cli: &Cli, only_changed: bool) -> Result<i32> {
     let cfg = cli.cfg();
     let mut out = std::io::stdout().lock();
+    // Sorted by name as ansible-config sorts them, CONFIG_FILE among them.
+    let mut lines: Vec<(&str, String)> = Vec::new();
     if let Some(f) = &cfg.file {
-        writeln!(out, "CONFIG_FILE() = {}", f.display())?;
+        lines.push(("CONFIG_FILE", format!("CONFIG_FILE() = {}", f.display())));
     }
-    let mut names: Vec<(&str, &str)> = known().collect();
-    names.sort();
-    for (name, meaning) in names {
+    for (name, meaning) in known() {
         let (origin, value) = match (flag(cli, name), cfg.get(name)) {
             (Some((f, v)), _) => (format!("flag: {f}"), v),
             (None, Some(s)) => (s.origin.to_string(), s.value.to_string()),
@@ -28,10 +28,14 @@ pub fn config(cli: &Cli, only_changed: bool) -> Result<i32> {
             },
         };
         if only_changed {
-            writeln!(out, "{name}({origin}) = {value}")?;
+            lines.push((name, format!("{name}({origin}) = {value}")));
         } else {
-            writeln!(out, "{name}({origin}) = {value}    # {meaning}")?;
+            lines.push((name, format!("{name}({origin}) = {value}    # {meaning}")));
         }
+    }
+    lines.sort();
+    for (_, line) in lines {
+        writeln!(out, "{line}")?;
     }
     let unused = cfg.unused_lines();
     if !unused.is_empty() {
@@ -67,6 +71,9 @@ fn flag(cli: &Cli, name: &str) -> Option<(&'static str, String)> {
         "DEFAULT_BECOME" => yes(cli.r#become).map(|v| ("-b/--become", v)),
         "DEFAULT_BECOME_METHOD" => cli.become_method.map(|_| ("--become-method", "sudo".to_string())),
         "DEFAULT_BECOME_USER" => cli.become_user.clone().map(|u| ("--become-user", u)),
+        "BECOME_PASSWORD_FILE" => {
+            cli.become_password_file.as_ref().map(|f| ("--become-password-file", f.display().to_string()))
+        }
         "DEFAULT_BECOME_ASK_PASS" => yes(cli.ask_become_pass).map(|v| ("-K/--ask-become-pass", v)),
         _ => None,
     }

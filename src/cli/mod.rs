@@ -204,7 +204,8 @@ impl Cli {
             v.insert("ansible_become_user".into(), Value::from(u));
         }
         let ask_become = self.ask_become_pass || cfg.bool("DEFAULT_BECOME_ASK_PASS") == Some(true);
-        if let Some(p) = password(ask_become, self.become_password_file.as_deref(), "BECOME password: ")? {
+        let become_file = self.become_password_file.as_deref().or(cfg.path("BECOME_PASSWORD_FILE"));
+        if let Some(p) = password(ask_become, become_file, "BECOME password: ")? {
             v.insert("ansible_become_password".into(), Value::from(p));
         }
         Ok(v)
