@@ -210,6 +210,26 @@ const NOT_MAPPED: &[(&str, &str, &str)] = &[
     ("defaults", "interpreter_python", "copctl needs no Python on the hosts"),
 ];
 
+/// Unused keys that change what Ansible reads or where it connects: said always, not only
+/// under `-v`, since the run would differ from Ansible's.
+const NOT_APPLIED: &[(&str, &str, &str)] = &[
+    (
+        "defaults",
+        "inventory_ignore_extensions",
+        "a directory source skips Ansible's default extensions only, so it may read files this setting would skip",
+    ),
+    (
+        "inventory",
+        "ignore_extensions",
+        "a directory source skips Ansible's default extensions only, so it may read files this setting would skip",
+    ),
+    (
+        "inventory",
+        "ignore_patterns",
+        "a directory source skips no file by pattern, so it may read files this setting would skip",
+    ),
+];
+
 /// A setting's value, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -327,6 +347,18 @@ impl AnsibleCfg {
                     if !DEFS.iter().any(|d| d.ini.contains(&(e.section.as_str(), e.key.as_str()))) {
                         let why =
                             NOT_MAPPED.iter().find(|(s, k, _)| *s == e.section && *k == e.key).map(|(_, _, w)| *w);
+                        let at = format!("{}:{}: [{}] {}", f.display(), e.line, e.section, e.key);
+                        if let Some((_, _, what)) = NOT_APPLIED.iter().find(|(s, k, _)| *s == e.section && *k == e.key)
+                        {
+                            cfg.warnings.push(format!("{at} is not applied by copctl: {what}"));
+                        }
+                        let jump = ["ProxyJump", "ProxyCommand", "-J"].iter().any(|w| e.value.contains(w));
+                        if e.section == "ssh_connection" && e.key == "ssh_args" && jump {
+                            cfg.warnings.push(format!(
+                                "{at} names a jump host and is not applied by copctl: set ProxyJump in ~/.ssh/config, \
+                                 or [ssh_connection] ssh_common_args = -o ProxyJump=HOST"
+                            ));
+                        }
                         cfg.unused.push(Unused { section: e.section.clone(), key: e.key.clone(), line: e.line, why });
                     }
                 }

@@ -466,3 +466,24 @@ fn playbook_adjacent_group_vars_and_host_vars() {
     let o = p.copctl(&["-i", "inv/hosts", "--playbook-dir", "pb", "hosts", "all"], &[]);
     assert_eq!(stderr(&o), "warning: pb/group_vars/wbe.yml is not read: the inventory has no group 'wbe'\n");
 }
+
+/// What would change which files are read or where copctl connects is said without -v.
+#[test]
+fn keys_that_would_change_the_run_are_warned_about() {
+    let p = Place::new();
+    p.write(
+        "cwd/ansible.cfg",
+        "[inventory]\nignore_patterns = artifacts, credentials\n\n[ssh_connection]\n\
+         ssh_args = -o ControlMaster=auto -o ProxyJump=admin@bastion\n",
+    )
+    .write("cwd/inventory/inventory.ini", "h1\n");
+    let o = p.copctl(&["hosts", "all"], &[]);
+    assert_eq!(
+        stderr(&o).replace(&p.root.display().to_string(), "[PLACE]"),
+        "warning: [PLACE]/cwd/ansible.cfg:2: [inventory] ignore_patterns is not applied by copctl: a directory source \
+         skips no file by pattern, so it may read files this setting would skip
+warning: [PLACE]/cwd/ansible.cfg:5: [ssh_connection] ssh_args names a jump host and is not applied by copctl: set \
+         ProxyJump in ~/.ssh/config, or [ssh_connection] ssh_common_args = -o ProxyJump=HOST
+"
+    );
+}
