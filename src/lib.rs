@@ -1,6 +1,7 @@
 //! copctl: an Ansible-compatible orchestrator for installing and operating OPENMARU COP (RKE2,
 //! Harbor, NVIDIA GPU Operator). Data flows one way: load → select → plan → execute → report.
 
+pub mod ansible_cfg;
 pub mod cli;
 pub mod error;
 pub mod inventory;

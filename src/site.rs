@@ -65,7 +65,10 @@ impl Site {
         // with env.yaml in it).
         let mut own: Vec<PathBuf> = [&env_path, &playbook_dir, &template_dir].into_iter().flatten().cloned().collect();
         own.push(crate::inventory::site_dir(&opts.inventory).join("files"));
-        let inventory = Inventory::load_sources(&opts.inventory, &own, vault)?;
+        let mut inventory = Inventory::load_sources(&opts.inventory, &own, vault)?;
+        if let Some(dir) = &playbook_dir {
+            inventory.add_playbook_vars(dir, vault)?;
+        }
         for w in &inventory.warnings {
             crate::inventory::pattern::warn(w.clone());
         }

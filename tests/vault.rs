@@ -270,8 +270,10 @@ fn password_scripts_and_vault_ids() {
         format!("Vault password client script {} did not find a secret for vault-id=qa: no key for qa", s(&client))
     );
 
-    // ANSIBLE_VAULT_PASSWORD_FILE, through VaultOptions::with_env, reads the same way.
-    let env_opts = temp_env("ANSIBLE_VAULT_PASSWORD_FILE", s(&script), || VaultOptions::default().with_env());
+    // ANSIBLE_VAULT_PASSWORD_FILE, through ansible_cfg and VaultOptions::with_config, reads the same way.
+    let env_opts = temp_env("ANSIBLE_VAULT_PASSWORD_FILE", s(&script), || {
+        VaultOptions::default().with_config(&copctl::ansible_cfg::AnsibleCfg::load().unwrap())
+    });
     assert_eq!(env_opts.config_password_file.as_deref(), Some(script.as_path()));
     assert_eq!(&secrets(env_opts).decrypt_file(&enc_script).unwrap().unwrap()[..], b"token: abc\n");
 }

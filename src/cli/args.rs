@@ -17,11 +17,11 @@ pub struct Cli {
     /// Inventory source: an INI or YAML file, a directory of them, or a host list 'h1,h2,' (a
     /// comma in the value); repeat -i to merge several, in order (as Ansible does). The
     /// group_vars/ and host_vars/ beside each source are read.
+    /// Default: ansible.cfg's `inventory` (ANSIBLE_INVENTORY), else inventory/inventory.ini.
     #[arg(
         short = 'i',
         long,
         global = true,
-        default_value = "inventory/inventory.ini",
         env = "COPCTL_INVENTORY",
         action = clap::ArgAction::Append,
         value_name = "SOURCE"
@@ -36,19 +36,21 @@ pub struct Cli {
     /// Templates overriding the built-in ones (default: templates/ beside the inventory).
     #[arg(long, global = true)]
     pub template_dir: Option<PathBuf>,
-    /// Hosts worked on at once.
-    #[arg(short = 'f', long, global = true, default_value_t = 64)]
-    pub forks: usize,
+    /// Hosts worked on at once (default: ansible.cfg's forks, else 64).
+    #[arg(short = 'f', long, global = true)]
+    pub forks: Option<usize>,
     /// known_hosts file to check host keys against (default: ~/.ssh/known_hosts).
     #[arg(long, global = true, env = "COPCTL_KNOWN_HOSTS")]
     pub known_hosts: Option<PathBuf>,
-    /// accept-new records unknown host keys and refuses changed ones; strict refuses both.
-    #[arg(long, global = true, value_enum, default_value_t = HostKeyPolicy::AcceptNew)]
-    pub host_key_checking: HostKeyPolicy,
+    /// accept-new records unknown host keys and refuses changed ones; strict refuses both
+    /// (default: off where ansible.cfg says host_key_checking = False, else accept-new).
+    #[arg(long, global = true, value_enum)]
+    pub host_key_checking: Option<HostKeyPolicy>,
     /// Seconds to reach a host: TCP connect, SSH handshake and login, retries of refused or timed-out
     /// connections included (a host still unreachable after that is reported unreachable).
-    #[arg(short = 'T', long, global = true, default_value_t = 10)]
-    pub connect_timeout: u64,
+    /// Default: ansible.cfg's timeout, else 10.
+    #[arg(short = 'T', long, global = true)]
+    pub connect_timeout: Option<u64>,
     /// ssh_config file (default: ~/.ssh/config).
     #[arg(long, global = true)]
     pub ssh_config: Option<PathBuf>,
@@ -100,6 +102,9 @@ pub struct Cli {
     /// The vault secrets, read once, when first needed.
     #[arg(skip)]
     pub vault: std::sync::OnceLock<std::sync::Arc<crate::vault::Vault>>,
+    /// ansible.cfg and the ANSIBLE_* variables, read once before the command runs.
+    #[arg(skip)]
+    pub ansible_cfg: std::sync::OnceLock<crate::ansible_cfg::AnsibleCfg>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +158,13 @@ pub enum Command {
     },
     /// Print the man page (roff): `copctl man | man -l -`.
     Man,
+    /// Each effective Ansible setting (ansible.cfg, ANSIBLE_* variables, flags) and where it came
+    /// from, as `ansible-config dump` prints them; the ansible.cfg keys copctl does not use.
+    Config {
+        /// Only the settings that are not copctl's defaults (`ansible-config dump --only-changed`).
+        #[arg(long)]
+        only_changed: bool,
+    },
     /// Encrypt, decrypt and view vault files, and encrypt strings for YAML, as ansible-vault does
     /// (same formats, either tool reads what the other writes).
     Vault {

@@ -6,6 +6,7 @@
 pub mod args;
 mod candidates;
 mod completions;
+mod config;
 pub use completions::answer_if_asked;
 mod exec;
 mod inventory;
@@ -18,8 +19,10 @@ mod vault;
 pub use args::Cli;
 use args::Command;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::ansible_cfg::AnsibleCfg;
 use crate::error::Result;
 use crate::site::{Site, SiteOptions};
 use crate::transport::{HostKeyPolicy, HostSpec, KnownHosts, Pool, SshConfigFile, SshOptions};
@@ -27,6 +30,9 @@ use crate::vault::{Vault, VaultOptions};
 
 /// Runs the command; returns the process exit code.
 pub fn execute(cli: &Cli) -> Result<i32> {
+    if !matches!(cli.command, Command::Completions { .. } | Command::Man) {
+        cli.load_ansible_cfg()?;
+    }
     match &cli.command {
         Command::Inventory { what } => inventory::inventory(cli, what),
         Command::Hosts { pattern, limit } => inventory::hosts(cli, pattern, limit.as_deref()),
@@ -41,13 +47,74 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Completions { shell } => completions::completions(*shell),
         Command::Man => completions::man(),
         Command::Vault { what } => vault::vault(cli, what),
+        Command::Config { only_changed } => config::config(cli, *only_changed),
     }
 }
 
+/// copctl's defaults where neither a flag nor Ansible's settings say.
+const DEFAULT_INVENTORY: &str = "inventory/inventory.ini";
+const DEFAULT_FORKS: usize = 64;
+const DEFAULT_TIMEOUT: u64 = 10;
+
 impl Cli {
+    /// Reads ansible.cfg and the ANSIBLE_* variables once, before the command: Ansible's warnings
+    /// are printed then, and under -v every key of the file copctl does not use.
+    fn load_ansible_cfg(&self) -> Result<()> {
+        if self.ansible_cfg.get().is_some() {
+            return Ok(());
+        }
+        let cfg = AnsibleCfg::load()?;
+        for w in &cfg.warnings {
+            eprintln!("warning: {w}");
+        }
+        if self.verbose > 0 {
+            for line in cfg.unused_lines() {
+                eprintln!("note: {line}");
+            }
+        }
+        let _ = self.ansible_cfg.set(cfg);
+        Ok(())
+    }
+
+    /// Ansible's settings (flags win over them: each accessor below applies that order).
+    fn cfg(&self) -> &AnsibleCfg {
+        self.ansible_cfg.get_or_init(AnsibleCfg::default)
+    }
+
+    /// `-i` (or COPCTL_INVENTORY), else ansible.cfg's `inventory` (ANSIBLE_INVENTORY), else the
+    /// example site's layout.
+    fn inventory_sources(&self) -> Vec<PathBuf> {
+        if !self.inventory.is_empty() {
+            return self.inventory.clone();
+        }
+        self.cfg().paths("DEFAULT_HOST_LIST").map_or_else(|| vec![PathBuf::from(DEFAULT_INVENTORY)], <[_]>::to_vec)
+    }
+
+    fn forks(&self) -> usize {
+        self.forks.or_else(|| self.cfg().int("DEFAULT_FORKS").map(|n| n as usize)).unwrap_or(DEFAULT_FORKS)
+    }
+
+    fn connect_timeout(&self) -> u64 {
+        self.connect_timeout.or_else(|| self.cfg().int("DEFAULT_TIMEOUT")).unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// `--host-key-checking`, else Ansible's host_key_checking (False is off; True is copctl's
+    /// accept-new: Ansible's True asks on a terminal for an unknown key), else accept-new.
+    fn host_key_policy(&self) -> (HostKeyPolicy, String) {
+        if let Some(p) = self.host_key_checking {
+            return (p, "--host-key-checking off".into());
+        }
+        match self.cfg().get("HOST_KEY_CHECKING") {
+            Some(s) if s.value == crate::ansible_cfg::Value::Bool(false) => {
+                (HostKeyPolicy::Off, format!("host_key_checking = False ({})", s.origin))
+            }
+            _ => (HostKeyPolicy::AcceptNew, String::new()),
+        }
+    }
+
     fn site(&self, extra_vars: &[String]) -> Result<Site> {
         Site::load(&SiteOptions {
-            inventory: self.inventory.clone(),
+            inventory: self.inventory_sources(),
             env: self.env.clone(),
             extra_vars: extra_vars.to_vec(),
             playbook_dir: self.playbook_dir.clone(),
@@ -62,10 +129,10 @@ impl Cli {
         VaultOptions {
             vault_ids: self.vault_id.clone(),
             password_files: self.vault_password_file.clone(),
-            ask_vault_pass: self.ask_vault_pass,
+            ask_vault_pass: self.ask_vault_pass || self.cfg().bool("DEFAULT_ASK_VAULT_PASS") == Some(true),
             ..VaultOptions::default()
         }
-        .with_env()
+        .with_config(self.cfg())
     }
 
     /// The vault secrets of this command, read when a vaulted input first needs them.
@@ -74,13 +141,14 @@ impl Cli {
     }
 
     fn ssh_options(&self) -> SshOptions {
-        if self.host_key_checking == HostKeyPolicy::Off {
+        let (policy, why) = self.host_key_policy();
+        if policy == HostKeyPolicy::Off {
             eprintln!(
-                "warning: --host-key-checking off: host keys are not verified (a key marked @revoked in known_hosts is still refused); anyone on the path can pose as a host"
+                "warning: {why}: host keys are not verified (a key marked @revoked in known_hosts is still refused); anyone on the path can pose as a host"
             );
         }
-        let mut o = SshOptions::new(KnownHosts::from_flag(self.known_hosts.clone(), self.host_key_checking));
-        o.connect_timeout = std::time::Duration::from_secs(self.connect_timeout.max(1));
+        let mut o = SshOptions::new(KnownHosts::from_flag(self.known_hosts.clone(), policy));
+        o.connect_timeout = std::time::Duration::from_secs(self.connect_timeout().max(1));
         o
     }
 
@@ -93,35 +161,67 @@ impl Cli {
             crate::transport::check_connection_vars(h, &vars).map_err(crate::error::Error::plain)?;
         }
         let specs = hosts.iter().map(|h| HostSpec::from_inventory_with(&site.inventory, h, &cfg, &defaults)).collect();
-        Ok(Pool::new(specs, self.ssh_options(), self.forks))
+        Ok(Pool::new(specs, self.ssh_options(), self.forks()))
     }
 
-    /// Ansible's connection flags as the lowest-precedence connection variables of every host
-    /// (`-u` → `ansible_user`, ...). Passwords are read here, once: from the file given, or asked
-    /// on the terminal without echo; never from the command line.
+    /// Ansible's connection flags, else its settings (ansible.cfg, ANSIBLE_*), as the
+    /// lowest-precedence connection variables of every host (`-u` → `ansible_user`, ...): an
+    /// inventory's variables win over both, as in Ansible. Passwords are read here, once: from
+    /// the file given, or asked on the terminal without echo; never from the command line.
     fn connect_defaults(&self) -> Result<crate::inventory::Vars> {
         use serde_json::Value;
+        let cfg = self.cfg();
         let mut v = crate::inventory::Vars::new();
-        if let Some(u) = &self.user {
-            v.insert("ansible_user".into(), Value::from(u.as_str()));
+        if let Some(u) = self.user.as_deref().or(cfg.str("DEFAULT_REMOTE_USER")) {
+            v.insert("ansible_user".into(), Value::from(u));
         }
-        if let Some(k) = &self.private_key {
+        if let Some(p) = cfg.int("DEFAULT_REMOTE_PORT") {
+            v.insert("ansible_port".into(), Value::from(p));
+        }
+        if let Some(k) = self.private_key.as_deref().or(cfg.path("DEFAULT_PRIVATE_KEY_FILE")) {
             v.insert("ansible_ssh_private_key_file".into(), Value::from(k.display().to_string()));
         }
-        if let Some(p) = password(self.ask_pass, self.connection_password_file.as_deref(), "SSH password: ")? {
+        for (setting, var) in
+            [("SSH_COMMON_ARGS", "ansible_ssh_common_args"), ("SSH_EXTRA_ARGS", "ansible_ssh_extra_args")]
+        {
+            if let Some(a) = cfg.str(setting) {
+                v.insert(var.into(), Value::from(a));
+            }
+        }
+        let ask_pass = self.ask_pass || cfg.bool("DEFAULT_ASK_PASS") == Some(true);
+        let pass_file = self.connection_password_file.as_deref().or(cfg.path("CONNECTION_PASSWORD_FILE"));
+        if let Some(p) = password(ask_pass, pass_file, "SSH password: ")? {
             v.insert("ansible_password".into(), Value::from(p));
         }
-        if self.r#become {
+        if self.r#become || cfg.bool("DEFAULT_BECOME") == Some(true) {
             v.insert("ansible_become".into(), Value::Bool(true));
         }
-        if let Some(u) = &self.become_user {
-            v.insert("ansible_become_user".into(), Value::from(u.as_str()));
+        match self.become_method {
+            Some(m) => {
+                let m = if m == crate::cli::args::BecomeMethod::Su { "su" } else { "sudo" };
+                v.insert("ansible_become_method".into(), Value::from(m));
+            }
+            None => {
+                if let Some(s) = cfg.get("DEFAULT_BECOME_METHOD") {
+                    let m = match &s.value {
+                        crate::ansible_cfg::Value::Str(m) if m == "sudo" || m == "su" => m.clone(),
+                        other => {
+                            return Err(crate::error::Error::with_help(
+                                format!("{}: become_method = {other}: copctl becomes with sudo or su", s.origin),
+                                "set become_method = sudo or su (or leave it out), or give --become-method",
+                            ));
+                        }
+                    };
+                    v.insert("ansible_become_method".into(), Value::from(m));
+                }
+            }
         }
-        if let Some(m) = self.become_method {
-            let m = if m == crate::cli::args::BecomeMethod::Su { "su" } else { "sudo" };
-            v.insert("ansible_become_method".into(), Value::from(m));
+        if let Some(u) = self.become_user.as_deref().or(cfg.str("DEFAULT_BECOME_USER")) {
+            v.insert("ansible_become_user".into(), Value::from(u));
         }
-        if let Some(p) = password(self.ask_become_pass, self.become_password_file.as_deref(), "BECOME password: ")? {
+        let ask_become = self.ask_become_pass || cfg.bool("DEFAULT_BECOME_ASK_PASS") == Some(true);
+        let become_file = self.become_password_file.as_deref().or(cfg.path("BECOME_PASSWORD_FILE"));
+        if let Some(p) = password(ask_become, become_file, "BECOME password: ")? {
             v.insert("ansible_become_password".into(), Value::from(p));
         }
         Ok(v)

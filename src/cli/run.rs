@@ -90,7 +90,7 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
         extra_vars: Vec::new(),
         check: false,
         diff: false,
-        forks: cli.forks,
+        forks: cli.forks(),
         tags: Vec::new(),
         skip_tags: Vec::new(),
         start_at: None,
@@ -98,7 +98,7 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
         output: OutputFormat::Human,
         verbose: cli.verbose,
         record_root: PathBuf::from(".copctl"),
-        local_dir: crate::inventory::site_dir(&cli.inventory),
+        local_dir: crate::inventory::site_dir(&cli.inventory_sources()),
     }
 }
 

@@ -26,7 +26,7 @@ pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
     let opts = cli.ssh_options();
     let cfg = SshConfigFile::load(cli.ssh_config.as_deref());
     // An inventory host keeps its address, port and user unless overridden; an address is used as is.
-    let has_inventory = cli.inventory.iter().all(|p| p.exists() || crate::inventory::is_host_list(p));
+    let has_inventory = cli.inventory_sources().iter().all(|p| p.exists() || crate::inventory::is_host_list(p));
     let site = if has_inventory { Some(cli.site(&[])?) } else { None };
     let spec_of = |name: &str| -> HostSpec {
         let (address, p, u) = match site.as_ref().filter(|s| s.inventory.hosts.contains_key(name)) {

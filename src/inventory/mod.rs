@@ -88,6 +88,10 @@ pub struct Inventory {
     pub groups: IndexMap<String, Group>,
     /// `group_vars/` and `host_vars/` beside each inventory source, in `-i` order.
     pub var_dirs: Vec<Arc<VarDir>>,
+    /// `group_vars/` and `host_vars/` beside the playbooks (the site's `playbooks/` or
+    /// `--playbook-dir`): Ansible's playbook-adjacent `host_group_vars`, each above its
+    /// inventory-adjacent counterpart.
+    pub play_var_dirs: Vec<Arc<VarDir>>,
     /// What was read and is not used, said once when the site loads (files for unknown groups,
     /// keys Ansible skips): Ansible ignores these silently, copctl does not.
     pub warnings: Vec<String>,
@@ -144,6 +148,25 @@ impl Inventory {
         source::load(sources, site_files, secrets)
     }
 
+    /// Reads `group_vars/` and `host_vars/` beside the playbooks in `dir` (once: a directory
+    /// that is also an inventory source's keeps that place only); warns about files no group
+    /// or host reads, as for the inventory's.
+    pub fn add_playbook_vars(&mut self, dir: &std::path::Path, secrets: &dyn crate::vault::SecretSource) -> Result<()> {
+        if !(dir.join("group_vars").is_dir() || dir.join("host_vars").is_dir()) {
+            return Ok(());
+        }
+        let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if self.var_dirs.iter().any(|d| d.base.canonicalize().unwrap_or_else(|_| d.base.clone()) == key) {
+            return Ok(());
+        }
+        let mut warnings = Vec::new();
+        let d = var_files::load(dir, self, &mut warnings, secrets)?;
+        self.secret_vars.extend(d.secret_vars.iter().cloned());
+        self.play_var_dirs.push(Arc::new(d));
+        self.warnings.extend(warnings);
+        Ok(())
+    }
+
     /// Every variable name set in the inventory files (hosts and groups).
     pub fn var_names(&self) -> Vec<String> {
         let mut out: IndexSet<String> = IndexSet::new();
@@ -173,6 +196,7 @@ impl Inventory {
             hosts: IndexMap::new(),
             groups: IndexMap::new(),
             var_dirs: Vec::new(),
+            play_var_dirs: Vec::new(),
             warnings: Vec::new(),
             vaulted: false,
             secret_vars: Vec::new(),
@@ -307,19 +331,22 @@ impl Inventory {
     /// them (its `VARIABLE_PRECEDENCE` default): the inventory files' `all` vars, then their
     /// group vars by (depth, priority, name); `group_vars/all` beside each source in `-i` order;
     /// `group_vars/<group>` beside each source, groups in the same order; the inventory files'
-    /// host vars; `host_vars/<host>` beside each source.
+    /// host vars; `host_vars/<host>` beside each source. The playbooks' `group_vars/all`,
+    /// `group_vars/<group>` and `host_vars/<host>` come right after their inventory-adjacent
+    /// counterparts (`all_plugins_play`, `groups_plugins_play`, `host_plugins_play`).
     fn layers(&self, host: &str) -> Vec<Layer<'_>> {
         let mut groups: Vec<&Group> = self.host_groups(host).iter().map(|g| &self.groups[g]).collect();
         groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
         let mut out: Vec<Layer<'_>> =
             groups.iter().map(|g| Layer { tier: 0, group: Some(g), vars: &g.vars, files: None }).collect();
         let all = &self.groups["all"];
-        for d in &self.var_dirs {
+        let dirs: Vec<&Arc<VarDir>> = self.var_dirs.iter().chain(&self.play_var_dirs).collect();
+        for d in &dirs {
             if let Some(l) = d.groups.get("all") {
                 out.push(Layer { tier: 1, group: Some(all), vars: &l.vars, files: Some(l) });
             }
         }
-        for (i, d) in self.var_dirs.iter().enumerate() {
+        for (i, d) in dirs.iter().enumerate() {
             for g in groups.iter().filter(|g| g.name != "all") {
                 if let Some(l) = d.groups.get(&g.name) {
                     out.push(Layer { tier: 2 + i, group: Some(g), vars: &l.vars, files: Some(l) });
@@ -327,7 +354,7 @@ impl Inventory {
             }
         }
         out.push(Layer { tier: usize::MAX, group: None, vars: &self.hosts[host].vars, files: None });
-        for d in &self.var_dirs {
+        for d in &dirs {
             if let Some(l) = d.hosts.get(host) {
                 out.push(Layer { tier: usize::MAX, group: None, vars: &l.vars, files: Some(l) });
             }

@@ -60,22 +60,21 @@ pub struct VaultOptions {
 }
 
 impl VaultOptions {
-    /// Fills the settings from the `ANSIBLE_VAULT_*` environment variables that are set (they
-    /// override ansible.cfg in Ansible; flags are separate fields and always apply).
-    pub fn with_env(mut self) -> VaultOptions {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        if let Some(f) = var("ANSIBLE_VAULT_PASSWORD_FILE") {
-            self.config_password_file = Some(PathBuf::from(f));
+    /// Fills the settings from Ansible's (`vault_password_file`, `vault_identity_list`,
+    /// `vault_identity`, `vault_id_match`: ansible.cfg, or the `ANSIBLE_VAULT_*` variables over
+    /// it, as read by `ansible_cfg`); flags are separate fields and always apply.
+    pub fn with_config(mut self, cfg: &crate::ansible_cfg::AnsibleCfg) -> VaultOptions {
+        if let Some(f) = cfg.path("DEFAULT_VAULT_PASSWORD_FILE") {
+            self.config_password_file = Some(f.to_path_buf());
         }
-        if let Some(l) = var("ANSIBLE_VAULT_IDENTITY_LIST") {
-            self.identity_list = l.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        if let Some(l) = cfg.list("DEFAULT_VAULT_IDENTITY_LIST") {
+            self.identity_list = l.iter().filter(|s| !s.is_empty()).cloned().collect();
         }
-        if let Some(d) = var("ANSIBLE_VAULT_IDENTITY") {
-            self.default_identity = Some(d);
+        if let Some(d) = cfg.str("DEFAULT_VAULT_IDENTITY") {
+            self.default_identity = Some(d.to_string());
         }
-        if let Some(m) = var("ANSIBLE_VAULT_ID_MATCH") {
-            // Ansible's boolean spellings (`ansible.module_utils.parsing.convert_bool`).
-            self.id_match = matches!(m.to_ascii_lowercase().as_str(), "y" | "yes" | "on" | "1" | "true" | "t");
+        if let Some(m) = cfg.bool("DEFAULT_VAULT_ID_MATCH") {
+            self.id_match = m;
         }
         self
     }
