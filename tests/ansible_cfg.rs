@@ -338,7 +338,10 @@ fn a_become_method_other_than_sudo_or_su_is_refused_where_it_would_apply() {
     let o = p.copctl(&["exec", "all", "--", "true"], &[]);
     assert_eq!(
         (o.status.code(), stderr(&o)),
-        (Some(1), "  x h1: ansible_become_method=su with ansible_connection=local is not supported: use sudo\n\n".to_string())
+        (
+            Some(1),
+            "  x h1: ansible_become_method=su with ansible_connection=local is not supported: use sudo\n\n".to_string()
+        )
     );
 }
 

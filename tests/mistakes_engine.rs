@@ -233,12 +233,20 @@ fn a_play_whose_needed_play_failed_everywhere_does_not_run() {
              \x20   needs: [operator]\n\
              \x20   steps:\n\
              \x20     - name: label the node\n\
-             \x20       shell: touch /var/tmp/labelled\n",
+             \x20       shell: touch /var/tmp/labelled\n\
+             \x20 - name: use\n\
+             \x20   hosts: lab[1]\n\
+             \x20   needs: [label]\n\
+             \x20   steps:\n\
+             \x20     - name: use the label\n\
+             \x20       shell: touch /var/tmp/used\n",
         )],
     );
     let (code, ev, err) = site.run_json(&["run", "needs"]);
     assert_eq!(code, Some(2), "{err}\n{ev:?}");
     assert!(!lab.path(1, "/var/tmp/labelled").exists(), "the play ran after the play it needs failed");
+    // Nor does a play that needs the play that did not run.
+    assert!(!lab.path(1, "/var/tmp/used").exists(), "a play ran after the play it needs did not run");
     let end = ev
         .iter()
         .find(|e| e["event"] == "task_end" && e["host"] == "lab-2")

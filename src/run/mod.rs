@@ -231,6 +231,11 @@ impl Engine {
                 if propagate {
                     self.blocked.entry(d).or_insert_with(|| r.clone());
                 }
+                // A play kept from starting by a play it needs stops as that one did, so the
+                // plays that need it in turn do not run either.
+                if t.kind == TaskKind::Barrier && (dt.playbook, dt.play) != (t.playbook, t.play) {
+                    self.aborted_plays.entry((dt.playbook, dt.play)).or_insert_with(|| r.clone());
+                }
             }
             self.waiting_on[d.index()] -= 1;
             if self.waiting_on[d.index()] == 0 {
