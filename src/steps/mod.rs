@@ -14,6 +14,7 @@
 
 mod args;
 mod edit;
+mod source;
 mod transfer;
 
 use std::collections::BTreeSet;
