@@ -6,8 +6,11 @@
 //! restarted) must equal what copctl left on the same host, and the re-run must leave it as it was.
 //!
 //! `cargo bench --bench peers -- [--hosts 10,50,100] [--runs 3] [--tools copctl,ansible,pyinfra]
-//! [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale 250,500,1000` (copctl alone,
-//! a 10-step playbook, one run per size). Prints a Markdown table; `--out` also writes JSON.
+//! [--workload files|base] [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale
+//! 250,500,1000` (copctl alone: a 10-step playbook and the file workload, first run, re-run and the
+//! hosts' SSH-login floor, one run per size). The `files` workload (the default) adds
+//! `bench-files`: a 1 MiB copy and a template from play and host variables. Prints a Markdown
+//! table; `--out` also writes JSON.
 
 #[path = "../tests/lab/mod.rs"]
 mod lab;
@@ -51,6 +54,12 @@ struct Measure {
     maxrss_mib: f64,
     /// CPU seconds spent on the hosts (sshd, shells, the commands).
     host_cpu: f64,
+}
+
+/// The copctl under test: this build's, or `COPCTL_BENCH_BIN` (an earlier build kept for a
+/// before → after comparison in one session).
+fn copctl_bin() -> PathBuf {
+    std::env::var_os("COPCTL_BENCH_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_copctl").into())
 }
 
 fn repo() -> PathBuf {
@@ -173,6 +182,8 @@ fn fingerprint(lab: &lab::Lab, i: usize) -> String {
         "/etc/hosts",
         "/etc/fstab",
         "/etc/hostname",
+        "/opt/bench",
+        "/opt/bench/node.conf",
     ] {
         let path = lab.path(i, p);
         match fs::metadata(&path) {
@@ -189,6 +200,18 @@ fn fingerprint(lab: &lab::Lab, i: usize) -> String {
             .unwrap(),
         }
     }
+    // The payload by its digest and mode, not its 1 MiB.
+    let payload = lab.path(i, "/opt/bench/payload.bin");
+    match fs::read(&payload) {
+        Err(_) => writeln!(s, "/opt/bench/payload.bin: missing").unwrap(),
+        Ok(b) => writeln!(
+            s,
+            "/opt/bench/payload.bin: {:o} sha256 {}",
+            fs::metadata(&payload).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0),
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&b))
+        )
+        .unwrap(),
+    }
     let mut state = BTreeMap::new();
     let mut stack = vec![lab.path(i, "/var/lib/copctl-doubles")];
     while let Some(d) = stack.pop() {
@@ -203,6 +226,13 @@ fn fingerprint(lab: &lab::Lab, i: usize) -> String {
     }
     for (k, v) in state {
         writeln!(s, "doubles {k}: {v:?}").unwrap();
+    }
+    // Each tool's run has a lab of its own, whose addresses may differ (another lab on the
+    // machine holding a range): the hosts' addresses by index, longest first (…1.10 before …1.1).
+    let mut addrs: Vec<(usize, String)> = lab.hosts.iter().enumerate().map(|(j, h)| (j, h.addr.to_string())).collect();
+    addrs.sort_by_key(|(_, a)| std::cmp::Reverse(a.len()));
+    for (j, a) in addrs {
+        s = s.replace(&a, &format!("[address of host {}]", j + 1));
     }
     s
 }
@@ -236,16 +266,17 @@ fn start_site(n: usize, work: &Path) -> Site {
     let mut inv = String::from("[cluster]\n");
     let mut py = String::from("cluster = [\n");
     for (i, h) in lab.hosts.iter().enumerate() {
-        writeln!(inv, "cop-node-{} ansible_host={}", i + 1, h.addr).unwrap();
+        writeln!(inv, "cop-node-{} ansible_host={} node_index={}", i + 1, h.addr, i + 1).unwrap();
         writeln!(
             py,
             "    (\"cop-node-{}\", {{\"ssh_hostname\": \"{}\", \"ssh_user\": \"root\", \"ssh_key\": \"{}\", \
              \"ssh_known_hosts_file\": \"{}\", \"ssh_strict_host_key_checking\": \"yes\", \
-             \"ingress_ip\": \"192.0.2.100\", \"domain\": \"example\", \"sub_domain\": \"cop\", \"TLD\": \"com\"}}),",
+             \"ingress_ip\": \"192.0.2.100\", \"domain\": \"example\", \"sub_domain\": \"cop\", \"TLD\": \"com\", \"node_index\": {}}}),",
             i + 1,
             h.addr,
             lab.client_key.display(),
-            lab.known_hosts.display()
+            lab.known_hosts.display(),
+            i + 1
         )
         .unwrap();
     }
@@ -259,6 +290,14 @@ fn start_site(n: usize, work: &Path) -> Site {
     .unwrap();
     fs::write(dir.join("inventory.ini"), inv).unwrap();
     fs::write(dir.join("inventory.py"), py).unwrap();
+    // The file workload's inputs: its playbook and template beside the inventory (where copctl
+    // looks by default), and a 1 MiB payload of fixed pseudo-random bytes (incompressible).
+    for d in ["playbooks", "templates", "files"] {
+        fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    fs::copy(repo().join("benches/peers/bench-files.yaml"), dir.join("playbooks/bench-files.yaml")).unwrap();
+    fs::copy(repo().join("benches/peers/files/bench-node.conf.j2"), dir.join("templates/bench-node.conf.j2")).unwrap();
+    fs::write(dir.join("files/payload.bin"), payload()).unwrap();
     fs::write(
         dir.join("ansible.cfg"),
         format!(
@@ -275,17 +314,36 @@ fn start_site(n: usize, work: &Path) -> Site {
     Site { dir, lab }
 }
 
+/// The 1 MiB the file workload copies: xorshift bytes, the same on every run.
+fn payload() -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..PAYLOAD_BYTES)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+const PAYLOAD_BYTES: usize = 1 << 20;
+
 fn peer(path: &str) -> PathBuf {
     let p = repo().join(path);
     assert!(p.exists(), "{} is missing: run scripts/peers-setup.sh first", p.display());
     p
 }
 
-fn command(tool: Tool, site: &Site, n: usize) -> Command {
+fn command(tool: Tool, site: &Site, n: usize, files: bool) -> Command {
     let mut c = match tool {
         Tool::Copctl => {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
-            c.args(["run", "system-setup", "system-dns", "-i", "inventory.ini", "--output", "json", "-f"])
+            let mut c = Command::new(copctl_bin());
+            c.args(["run", "system-setup", "system-dns"]);
+            if files {
+                c.arg("bench-files");
+            }
+            c.args(["-i", "inventory.ini", "--output", "json", "-f"])
                 .arg(n.to_string())
                 .arg("--known-hosts")
                 .arg(&site.lab.known_hosts)
@@ -297,7 +355,9 @@ fn command(tool: Tool, site: &Site, n: usize) -> Command {
             c.args(["-i", "inventory.ini"])
                 .arg("-e")
                 .arg(format!("copctl_templates={}", repo().join("templates").display()))
-                .arg(repo().join("benches/peers/site.yml"))
+                .arg("-e")
+                .arg(format!("bench_site={}", site.dir.display()))
+                .arg(repo().join(if files { "benches/peers/site-files.yml" } else { "benches/peers/site.yml" }))
                 .env("ANSIBLE_CONFIG", site.dir.join("ansible.cfg"));
             c
         }
@@ -306,8 +366,9 @@ fn command(tool: Tool, site: &Site, n: usize) -> Command {
             c.args(["-y", "--parallel"])
                 .arg(n.to_string())
                 .arg("inventory.py")
-                .arg(repo().join("benches/peers/deploy.py"))
-                .env("COPCTL_TEMPLATES", repo().join("templates"));
+                .arg(repo().join(if files { "benches/peers/deploy-files.py" } else { "benches/peers/deploy.py" }))
+                .env("COPCTL_TEMPLATES", repo().join("templates"))
+                .env("BENCH_SITE", &site.dir);
             c
         }
     };
@@ -321,6 +382,8 @@ struct Args {
     tools: Vec<Tool>,
     out: Option<PathBuf>,
     scale: Vec<usize>,
+    /// The workload with `bench-files` (a 1 MiB copy and a template), or without (`--workload base`).
+    files: bool,
 }
 
 fn parse_args() -> Args {
@@ -330,6 +393,7 @@ fn parse_args() -> Args {
         tools: vec![Tool::Copctl, Tool::Ansible, Tool::Pyinfra],
         out: None,
         scale: vec![],
+        files: true,
     };
     let list = |v: Option<String>| -> Vec<usize> {
         v.expect("a value").split(',').map(|x| x.trim().parse().expect("a number")).collect()
@@ -345,6 +409,13 @@ fn parse_args() -> Args {
             "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
             "--out" => a.out = it.next().map(PathBuf::from),
             "--scale" => a.scale = list(it.next()),
+            "--workload" => {
+                a.files = match it.next().as_deref() {
+                    Some("files") => true,
+                    Some("base") => false,
+                    other => panic!("--workload files|base, not {other:?}"),
+                }
+            }
             "--tools" => {
                 a.tools = it
                     .next()
@@ -369,46 +440,87 @@ fn parse_args() -> Args {
     a
 }
 
-/// `--scale`: copctl alone, a 10-step playbook on many hosts, one run per size.
+/// `--scale`: copctl alone on many hosts, one run per size: the 10-step playbook and the file
+/// workload (a 1 MiB copy, a template), then the re-run, then the SSH-login floor: `copctl exec
+/// -- true` on every host (a login and one `true`), whose host CPU over the machine's cores is the
+/// least wall time any run that logs into every host can take here.
 fn scale(sizes: &[usize], work: &Path, json: &mut String) {
-    println!("\n| hosts | wall s | controller CPU s | peak RSS MiB | host CPU s | wall ms per host |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!(
+        "\n| hosts | first run s | re-run s | controller CPU s first / re-run | peak RSS MiB first / re-run | host CPU s first / re-run | login floor s | re-run / floor |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     json.push_str("\"scale\": [");
     for (k, &n) in sizes.iter().enumerate() {
         let t = Instant::now();
         let site = start_site(n, work);
         eprintln!("{n} lab hosts up in {:.1}s", t.elapsed().as_secs_f64());
-        let mut c = Command::new(env!("CARGO_BIN_EXE_copctl"));
-        c.args(["run", "scale-10", "-i", "inventory.ini", "--output", "json", "--playbook-dir"])
-            .arg(repo().join("benches/peers"))
-            .arg("--known-hosts")
-            .arg(&site.lab.known_hosts)
-            .env("COPCTL_NO_PROGRESS", "1")
-            .current_dir(&site.dir)
-            .env("HOME", site.dir.join("home"));
-        let log = site.dir.join("scale.log");
-        let (m, code) = measure(c, &site.lab, &log);
-        assert_eq!(code, 0, "copctl failed on {n} hosts: see {}", log.display());
+        // The site's options go before a command's `--`.
+        let copctl = |args: &[&str], command: &[&str]| {
+            let mut c = Command::new(copctl_bin());
+            c.args(args)
+                .args(["-i", "inventory.ini", "--known-hosts"])
+                .arg(&site.lab.known_hosts)
+                .args(command)
+                .env("COPCTL_NO_PROGRESS", "1")
+                .current_dir(&site.dir)
+                .env("HOME", site.dir.join("home"));
+            c
+        };
+        fs::copy(repo().join("benches/peers/scale-10.yaml"), site.dir.join("playbooks/scale-10.yaml")).unwrap();
+        let mut runs = vec![];
+        for label in ["first", "rerun"] {
+            let log = site.dir.join(format!("scale-{label}.log"));
+            let (m, code) =
+                measure(copctl(&["run", "scale-10", "bench-files", "--output", "json"], &[]), &site.lab, &log);
+            assert_eq!(code, 0, "copctl failed on {n} hosts ({label}): see {}", log.display());
+            eprintln!(
+                "  {n} hosts {label}: {:.2}s wall, {:.2}s CPU, {:.1} MiB RSS, hosts {:.2}s CPU",
+                m.wall, m.cpu, m.maxrss_mib, m.host_cpu
+            );
+            runs.push(m);
+        }
+        let log = site.dir.join("scale-floor.log");
+        let (floor, code) = measure(copctl(&["exec", "cluster", "--output", "json"], &["--", "true"]), &site.lab, &log);
+        assert_eq!(code, 0, "copctl exec failed on {n} hosts: see {}", log.display());
+        let floor_s = floor.host_cpu / cores as f64;
+        let (a, b) = (runs[0], runs[1]);
         println!(
-            "| {n} | {:.2} | {:.2} | {:.1} | {:.1} | {:.2} |",
-            m.wall,
-            m.cpu,
-            m.maxrss_mib,
-            m.host_cpu,
-            m.wall * 1000.0 / n as f64
+            "| {n} | {:.2} | {:.2} | {:.2} / {:.2} | {:.1} / {:.1} | {:.1} / {:.1} | {floor_s:.2} | {:.2}× |",
+            a.wall,
+            b.wall,
+            a.cpu,
+            b.cpu,
+            a.maxrss_mib,
+            b.maxrss_mib,
+            a.host_cpu,
+            b.host_cpu,
+            b.wall / floor_s
+        );
+        eprintln!(
+            "  {n} hosts login floor: {:.2} s of host CPU for {n} logins ({:.1} ms each) over {cores} cores = {floor_s:.2} s (exec itself took {:.2} s)",
+            floor.host_cpu,
+            floor.host_cpu * 1000.0 / n as f64,
+            floor.wall
         );
         write!(
             json,
-            "{}{{\"hosts\": {n}, \"wall_s\": {:.3}, \"cpu_s\": {:.3}, \"maxrss_mib\": {:.1}, \"host_cpu_s\": {:.2}}}",
+            "{}{{\"hosts\": {n}, \"first\": {}, \"rerun\": {}, \"login\": {}, \"cores\": {cores}, \"login_floor_s\": {floor_s:.3}}}",
             if k > 0 { ", " } else { "" },
-            m.wall,
-            m.cpu,
-            m.maxrss_mib,
-            m.host_cpu
+            measure_json(&a),
+            measure_json(&b),
+            measure_json(&floor)
         )
         .unwrap();
     }
     json.push(']');
+}
+
+fn measure_json(m: &Measure) -> String {
+    format!(
+        "{{\"wall_s\": {:.3}, \"cpu_s\": {:.3}, \"pss_mib\": {:.1}, \"maxrss_mib\": {:.1}, \"host_cpu_s\": {:.2}}}",
+        m.wall, m.cpu, m.pss_mib, m.maxrss_mib, m.host_cpu
+    )
 }
 
 fn main() {
@@ -427,7 +539,8 @@ fn main() {
         return;
     }
     eprintln!(
-        "workload: system-setup + system-dns; tools: {}; hosts: {:?}; {} run(s) each",
+        "workload: system-setup + system-dns{}; tools: {}; hosts: {:?}; {} run(s) each",
+        if args.files { " + bench-files (1 MiB copy, template)" } else { "" },
         args.tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
         args.hosts,
         args.runs
@@ -443,7 +556,7 @@ fn main() {
                 let mut ms = vec![];
                 for label in ["first", "rerun"] {
                     let log = site.dir.join(format!("{}-{label}.log", tool.name()));
-                    let (m, code) = measure(command(tool, &site, n), &site.lab, &log);
+                    let (m, code) = measure(command(tool, &site, n, args.files), &site.lab, &log);
                     assert_eq!(
                         code,
                         0,

@@ -1,9 +1,10 @@
-//! `copy`: a file from the bastion (streamed from disk when large) or inline `content` to a
-//! host; compared by sha256 first, written atomically.
+//! `copy`: a file from the bastion (read and hashed once per run, streamed to each host that
+//! needs it) or inline `content` to a host; compared first (size, then sha256 on the host),
+//! written atomically.
 
 use serde::{Deserialize, Serialize};
 
-use super::transfer::{ensure_content, ensure_large_file};
+use super::transfer::{Want, ensure_content, ensure_file};
 use super::{Guards, Kind, Mode, Outcome, StepCtx};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -37,23 +38,12 @@ impl Kind for CopyArgs {
                 .await
             }
             (None, Some(src)) => {
-                let p = cx.local_dir.join(src);
-                let meta = match std::fs::metadata(&p) {
-                    Ok(m) => m,
-                    Err(e) => return Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
+                let source = match super::source::source(&cx.local_dir.join(src)).await {
+                    Ok(s) => s,
+                    Err(e) => return Outcome::failed(e),
                 };
-                // Small files go through the text path (diffs); large ones (artifacts, images) are
-                // hashed and streamed from disk, never held in memory.
-                if meta.len() <= 1 << 20 {
-                    match std::fs::read(&p) {
-                        Ok(b) => {
-                            ensure_content(cx, &a.dest, b, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
-                        }
-                        Err(e) => Outcome::failed(format!("cannot read {} on the bastion: {e}", p.display())),
-                    }
-                } else {
-                    ensure_large_file(cx, &a.dest, &p, a.mode.as_ref()).await
-                }
+                let want = Want::Source(source);
+                ensure_file(cx, &a.dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
             }
             _ => Outcome::failed("copy needs exactly one of src or content"),
         }

@@ -11,7 +11,7 @@ use crate::transport::PutSource;
 
 /// Reads the file (None when absent) and its mode.
 async fn read(cx: &StepCtx<'_>, path: &str) -> Result<Option<(String, u32)>, Outcome> {
-    match stat(cx, path, false, false).await? {
+    match stat(cx, path, false).await? {
         None => Ok(None),
         Some(s) if s.kind != "file" => Err(Outcome::failed(format!("{path} is a {}, not a file", s.kind))),
         Some(s) => {

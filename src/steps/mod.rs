@@ -15,6 +15,7 @@
 mod args;
 mod dead_node;
 mod edit;
+mod source;
 mod transfer;
 
 use std::collections::BTreeSet;

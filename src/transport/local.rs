@@ -52,11 +52,16 @@ impl LocalConnection {
 
     pub async fn put(&self, source: PutSource, dest: &str, mode: u32) -> Result<String, TransportError> {
         let local = |e: std::io::Error| TransportError::Local { reason: format!("{dest}: {e}") };
-        let data = match source {
-            PutSource::Bytes(b) => b,
-            PutSource::File(p) => tokio::fs::read(&p).await.map_err(local)?,
+        let (data, known) = match source {
+            PutSource::Bytes(b) => (b, None),
+            PutSource::Shared(b) => (b.to_vec(), None),
+            PutSource::File(p) => (tokio::fs::read(&p).await.map_err(local)?, None),
+            PutSource::Digested { path, sha256, .. } => (tokio::fs::read(&path).await.map_err(local)?, Some(sha256)),
         };
         let digest = hex::encode(Sha256::digest(&data));
+        if known.is_some_and(|k| k != digest) {
+            return Err(TransportError::Local { reason: format!("{dest}: its source changed since it was hashed") });
+        }
         let dest_path = Path::new(dest);
         let dir = dest_path.parent().unwrap_or(Path::new("."));
         let tmp = dir.join(format!(".copctl-{}", std::process::id()));

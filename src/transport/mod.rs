@@ -114,7 +114,16 @@ pub enum PathKind {
 #[derive(Debug)]
 pub enum PutSource {
     Bytes(Vec<u8>),
+    /// Bytes every host shares (a small `copy` source, read once per run).
+    Shared(Arc<[u8]>),
     File(PathBuf),
+    /// A file whose length and sha256 are known (a `copy` source read once per run): streamed
+    /// without hashing it again; the host checks what it got against that digest.
+    Digested {
+        path: PathBuf,
+        len: u64,
+        sha256: String,
+    },
 }
 
 /// A command to run.
@@ -164,6 +173,18 @@ impl HostConnection {
 }
 
 impl HostConnection {
+    /// The sha256 of a file read over SFTP in chunks, where `lstat` may use SFTP; `None`: ask a
+    /// script.
+    pub async fn sha256_sftp(&self, path: &str) -> Option<Result<String, TransportError>> {
+        if self.spec.r#become.as_ref().is_some_and(|b| b.user != self.spec.endpoint.user) {
+            return None;
+        }
+        match &self.conn {
+            Connection::Ssh(c) => Some(c.sha256_sftp(path).await),
+            Connection::Local(_) => None,
+        }
+    }
+
     pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
         let Some(sudo) = sudo::Sudo::for_spec(&self.spec) else {
             return match &self.conn {

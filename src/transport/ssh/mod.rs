@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use russh::client::Handle;
 use russh::{ChannelMsg, Disconnect};
-use tokio::io::AsyncRead;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::spec::HostSpec;
@@ -23,7 +22,7 @@ use crate::vars::secret::Secret;
 use login::Handler;
 pub use login::{KeyStore, SshOptions};
 use shell::{OpenError, Shells};
-use upload::Upload;
+use upload::{Stream, Upload};
 pub use upload::{put_script, small_put_script};
 
 /// Channels open at once on one connection.
@@ -188,11 +187,11 @@ impl SshConnection {
                 StdinSource::Bytes(b) => {
                     ch.data(b).await.map_err(|e| self.lost(e))?;
                 }
-                StdinSource::Hashed(prefix, r, digest) => {
+                StdinSource::Hashed(prefix, stream, digest) => {
                     if !prefix.is_empty() {
                         ch.data(&prefix[..]).await.map_err(|e| self.lost(e))?;
                     }
-                    let hex = upload::send_hashed(&ch, r, |e| self.lost(e)).await?;
+                    let hex = upload::send_hashed(&ch, stream, |e| self.lost(e)).await?;
                     *digest.lock().unwrap_or_else(|e| e.into_inner()) = hex;
                 }
             }
@@ -243,9 +242,9 @@ impl SshConnection {
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)
             }
-            Upload::Stream { script, reader } => {
+            Upload::Stream { script, stream } => {
                 let digest = Arc::new(Mutex::new(String::new()));
-                let stdin = StdinSource::Hashed(Vec::new(), reader, digest.clone());
+                let stdin = StdinSource::Hashed(Vec::new(), stream, digest.clone());
                 let out = match via {
                     None => self.exec(&script, stdin, timeout).await?,
                     Some(sudo) => self.exec_as(sudo, &sudo.wrap(&script), stdin, timeout).await?,
@@ -268,6 +267,29 @@ impl SshConnection {
             })
             .await
             .map(|(s, _)| s)
+    }
+
+    /// The sha256 of a remote file read over SFTP in chunks into the hasher (no remote process,
+    /// never the whole file in memory).
+    pub async fn sha256_sftp(&self, path: &str) -> Result<String, TransportError> {
+        use sha2::Digest;
+        use tokio::io::AsyncReadExt;
+        let remote = |e: &dyn std::fmt::Display| TransportError::Remote {
+            host: self.name.clone(),
+            reason: format!("reading {path}: {e}"),
+        };
+        let sftp = self.sftp().await?;
+        let mut f = sftp.open(path).await.map_err(|e| remote(&e))?;
+        let mut h = sha2::Sha256::new();
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = f.read(&mut buf).await.map_err(|e| remote(&e))?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        Ok(hex::encode(h.finalize()))
     }
 
     /// Reads a remote file over SFTP (no remote process).
@@ -327,7 +349,7 @@ impl SshConnection {
 pub enum StdinSource<'a> {
     None,
     Bytes(&'a [u8]),
-    /// Bytes sent first (a become frame), then a stream, hashed as it is sent, followed by its
-    /// sha256 line (the upload protocol); the digest is left in the mutex.
-    Hashed(Vec<u8>, Box<dyn AsyncRead + Unpin + Send>, Arc<Mutex<String>>),
+    /// Bytes sent first (a become frame), then a stream, hashed as it is sent unless its digest
+    /// is known, followed by its sha256 line (the upload protocol); the digest is left in the mutex.
+    Hashed(Vec<u8>, Stream, Arc<Mutex<String>>),
 }

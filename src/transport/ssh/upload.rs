@@ -1,6 +1,7 @@
-//! The upload protocol, both halves: the command carries the length; stdin carries the bytes,
-//! hashed as they are sent, then their sha256 line; the host writes exactly that many bytes to a
-//! temporary file beside the destination, hashes it, compares, sets mode and owner, renames. Small
+//! The upload protocol, both halves: the command carries the length; stdin carries the bytes in
+//! chunks (hashed as they are sent, unless their digest is known already), then their sha256
+//! line; the host writes exactly that many bytes to a temporary file beside the destination,
+//! hashes it, compares, sets mode and owner, renames. Small
 //! text skips all of it and travels inside a script. Knows nothing of channels' bookkeeping: the
 //! connection runs what this module prepares.
 
@@ -18,8 +19,23 @@ pub(super) enum Upload {
     /// Small text inside a script for one of the connection's shells: no session, no temp-file
     /// tools, no remote hashing (the channel's MAC already guards the bytes).
     Inline { script: String, digest: String },
-    /// `put_script`, reading `reader` on stdin (sent with `send_hashed`).
-    Stream { script: String, reader: Box<dyn AsyncRead + Unpin + Send> },
+    /// `put_script`, reading the stream on stdin (sent with `send_hashed`).
+    Stream { script: String, stream: Stream },
+}
+
+/// An upload's bytes: `len` of them from `reader`, and their sha256 when known beforehand.
+pub struct Stream {
+    pub reader: Box<dyn AsyncRead + Unpin + Send>,
+    pub len: u64,
+    pub known: Option<String>,
+}
+
+/// Chunks sent at once: what an upload holds in memory (with what russh has queued), so the
+/// controller's memory for uploads is O(uploads at once × chunk). Large files get 1 MiB chunks,
+/// which more than doubled the throughput of 8 KiB ones (docs/benchmarks.md); ordinary ones
+/// 256 KiB, where many hosts take the same file at once.
+fn chunk_size(len: u64) -> usize {
+    if len > 16 << 20 { 1 << 20 } else { (256 << 10).min(len.max(1) as usize) }
 }
 
 /// Chooses how `source` travels to `dest` on `host` and writes the script for it.
@@ -30,7 +46,12 @@ pub(super) async fn prepare(
     mode: u32,
     owner: Option<&str>,
 ) -> Result<Upload, TransportError> {
-    if let PutSource::Bytes(b) = &source
+    let in_memory = match &source {
+        PutSource::Bytes(b) => Some(&b[..]),
+        PutSource::Shared(b) => Some(&b[..]),
+        _ => None,
+    };
+    if let Some(b) = in_memory
         && b.len() <= SMALL_PUT
         && !b.contains(&0)
         && let Ok(text) = std::str::from_utf8(b)
@@ -39,18 +60,30 @@ pub(super) async fn prepare(
         tracing::debug!(host, dest, bytes = b.len(), mode = format!("{mode:o}"), "upload (inline)");
         return Ok(Upload::Inline { script: small_put_script(dest, text, mode, owner), digest });
     }
-    let (len, reader): (u64, Box<dyn AsyncRead + Unpin + Send>) = match source {
-        PutSource::Bytes(b) => (b.len() as u64, Box::new(std::io::Cursor::new(b))),
-        PutSource::File(p) => {
-            let f = tokio::fs::File::open(&p)
+    let open = |p: &std::path::Path| {
+        let p = p.to_path_buf();
+        async move {
+            tokio::fs::File::open(&p)
                 .await
-                .map_err(|e| TransportError::Local { reason: format!("{}: {e}", p.display()) })?;
-            let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
-            (len, Box::new(f))
+                .map_err(|e| TransportError::Local { reason: format!("{}: {e}", p.display()) })
         }
     };
-    tracing::debug!(host, dest, bytes = len, mode = format!("{mode:o}"), "upload");
-    Ok(Upload::Stream { script: put_script(dest, len, mode, owner), reader })
+    let stream = match source {
+        PutSource::Bytes(b) => Stream { len: b.len() as u64, reader: Box::new(std::io::Cursor::new(b)), known: None },
+        PutSource::Shared(b) => Stream { len: b.len() as u64, reader: Box::new(std::io::Cursor::new(b)), known: None },
+        PutSource::File(p) => {
+            let f = open(&p).await?;
+            let len = f.metadata().await.map(|m| m.len()).unwrap_or(0);
+            Stream { len, reader: Box::new(f), known: None }
+        }
+        // Exactly `len` bytes: a file that grew since it was hashed sends what was hashed, and
+        // the host's check of the digest catches any other change.
+        PutSource::Digested { path, len, sha256 } => {
+            Stream { len, reader: Box::new(open(&path).await?.take(len)), known: Some(sha256) }
+        }
+    };
+    tracing::debug!(host, dest, bytes = stream.len, mode = format!("{mode:o}"), "upload");
+    Ok(Upload::Stream { script: put_script(dest, stream.len, mode, owner), stream })
 }
 
 /// The script's verdict: the file is in place, or why not.
@@ -64,37 +97,67 @@ pub(super) fn written(host: &str, dest: &str, out: &ExecOutput) -> Result<(), Tr
     Ok(())
 }
 
-/// The local half: sends `r` on `ch`, then its sha256 line; returns the digest. `lost` names a
-/// channel failure.
+/// The local half: sends the stream on `ch` in chunks, then its sha256 line; returns the digest.
+/// `lost` names a channel failure.
 pub(super) async fn send_hashed(
     ch: &russh::Channel<Msg>,
-    mut r: Box<dyn AsyncRead + Unpin + Send>,
+    stream: Stream,
     lost: impl Fn(russh::Error) -> TransportError,
 ) -> Result<String, TransportError> {
+    let Stream { mut reader, len, known } = stream;
     // Big chunks: russh splits them into maximum-size packets itself, where `data(reader)` would
-    // send 8 KiB at a time. The hash is computed on a blocking thread beside the sending, not in
-    // its path.
-    let (tx, rx) = std::sync::mpsc::channel::<bytes::Bytes>();
-    let hasher = tokio::task::spawn_blocking(move || {
-        let mut h = Sha256::new();
-        for b in rx {
-            h.update(&b);
+    // send 8 KiB at a time. A digest not known yet is computed on a blocking thread beside the
+    // sending, not in its path.
+    enum Digest {
+        Known(String),
+        Hashing(std::sync::mpsc::Sender<bytes::Bytes>, tokio::task::JoinHandle<String>),
+    }
+    let digest = match known {
+        Some(k) => Digest::Known(k),
+        None => {
+            let (tx, rx) = std::sync::mpsc::channel::<bytes::Bytes>();
+            Digest::Hashing(
+                tx,
+                tokio::task::spawn_blocking(move || {
+                    let mut h = Sha256::new();
+                    for b in rx {
+                        h.update(&b);
+                    }
+                    hex::encode(h.finalize())
+                }),
+            )
         }
-        hex::encode(h.finalize())
-    });
+    };
+    let chunk = chunk_size(len);
+    let mut sent = 0u64;
     loop {
-        let mut buf = vec![0u8; 1 << 20];
-        let n = read_full(&mut r, &mut buf).await.map_err(|e| TransportError::Local { reason: e.to_string() })?;
+        let mut buf = vec![0u8; chunk];
+        let n = read_full(&mut reader, &mut buf).await.map_err(|e| TransportError::Local { reason: e.to_string() })?;
         if n == 0 {
             break;
         }
         buf.truncate(n);
+        sent += n as u64;
         let chunk = bytes::Bytes::from(buf);
-        let _ = tx.send(chunk.clone());
+        if let Digest::Hashing(tx, _) = &digest {
+            let _ = tx.send(chunk.clone());
+        }
         ch.data_bytes(chunk).await.map_err(&lost)?;
     }
-    drop(tx);
-    let hex = hasher.await.map_err(|e| TransportError::Local { reason: e.to_string() })?;
+    if sent != len {
+        // The host's `dd` waits for `len` bytes: end here rather than send a digest it would
+        // take for data.
+        return Err(TransportError::Local {
+            reason: format!("the file changed while it was sent ({sent} of {len} bytes)"),
+        });
+    }
+    let hex = match digest {
+        Digest::Known(k) => k,
+        Digest::Hashing(tx, h) => {
+            drop(tx);
+            h.await.map_err(|e| TransportError::Local { reason: e.to_string() })?
+        }
+    };
     ch.data_bytes(format!("{hex}\n").into_bytes()).await.map_err(&lost)?;
     Ok(hex)
 }

@@ -1,0 +1,229 @@
+//! `copy` compares a host's file with its source without bringing it back (issue 16): a file of
+//! another size differs unread, one of the same size is hashed on the host; the source is read
+//! once per run and streamed. What must hold, on lab hosts: changed and ok are told right when
+//! only the content, only the mode or only the size differs, for a small source (kept in memory,
+//! sent inside a script), a streamed one and one hashed with OpenSSL; a source edited between
+//! runs is copied again; through the script path (owner names asked); and a secret source is
+//! never printed.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use common::*;
+
+/// Source sizes: inline text (under 64 KiB), streamed (over 64 KiB), hashed by OpenSSL first
+/// (over 2 MiB).
+const SIZES: [(&str, usize); 3] = [("small", 1000), ("medium", 300 << 10), ("large", 3 << 20)];
+
+/// Bytes of `len` that differ with `seed`; printable, so a small one is text.
+fn bytes(len: usize, seed: u8) -> Vec<u8> {
+    let mut x: u32 = 0x1234_5678 ^ u32::from(seed);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b'a' + (x % 26) as u8
+        })
+        .collect()
+}
+
+const PLAYBOOK: &str = r#"description: copies of every size
+plays:
+  - name: copies
+    hosts: lab
+    steps:
+      - name: small
+        copy: { src: files/small, dest: /opt/small, mode: "0644" }
+      - name: medium
+        copy: { src: files/medium, dest: /opt/medium, mode: "0644" }
+      - name: large
+        copy: { src: files/large, dest: /opt/large, mode: "0644" }
+"#;
+
+/// A site on `n` hosts with the three sources and the playbook.
+fn site(n: usize) -> Site {
+    let site = Site::hosts(n);
+    for (i, (name, len)) in SIZES.iter().enumerate() {
+        site.write(&format!("files/{name}"), bytes(*len, i as u8));
+    }
+    site.write("playbooks/copies.yaml", PLAYBOOK);
+    site
+}
+
+/// The source `files/NAME` as it is now.
+fn source(site: &Site, name: &str) -> Vec<u8> {
+    std::fs::read(site.path(&format!("files/{name}"))).unwrap()
+}
+
+/// host → step → status, from a JSON run.
+fn statuses(ran: &Ran) -> Vec<(String, String, String)> {
+    ran.events()
+        .iter()
+        .filter(|e| e["event"] == "task_end")
+        .map(|e| {
+            (e["host"].as_str().unwrap().to_string(), e["step"].as_str().unwrap().to_string(), e["status"].to_string())
+        })
+        .collect()
+}
+
+fn status_of(ran: &Ran, host: &str, step: &str) -> String {
+    statuses(ran)
+        .into_iter()
+        .find(|(h, s, _)| h == host && s == step)
+        .unwrap_or_else(|| panic!("no task_end for {host} {step}: {:?}", statuses(ran)))
+        .2
+        .trim_matches('"')
+        .to_string()
+}
+
+fn all_ok(ran: &Ran) {
+    for (h, s, st) in statuses(ran) {
+        assert_eq!(st, "\"ok\"", "{h} {s} should be ok");
+    }
+}
+
+#[test]
+fn only_content_only_mode_only_size_each_detected_for_every_source_size() {
+    let site = site(2);
+    let lab = site.lab();
+    let ran = site.run_json(&["copies"], 0);
+    for (h, s, st) in statuses(&ran) {
+        assert_eq!(st, "\"changed\"", "{h} {s} is new");
+    }
+    for (name, _) in SIZES {
+        assert_eq!(std::fs::read(lab.path(0, &format!("/opt/{name}"))).unwrap(), source(&site, name));
+    }
+    all_ok(&site.run_json(&["copies"], 0));
+
+    // On host 1 (lab-1): small's content (same size), medium's mode, large's size. Host 2 untouched.
+    let small = lab.path(0, "/opt/small");
+    let mut b = std::fs::read(&small).unwrap();
+    b[500] = if b[500] == b'z' { b'y' } else { b'z' };
+    std::fs::write(&small, &b).unwrap();
+    let medium = lab.path(0, "/opt/medium");
+    std::fs::set_permissions(&medium, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let medium_ino = std::fs::metadata(&medium).unwrap().ino();
+    let large = lab.path(0, "/opt/large");
+    let mut b = std::fs::read(&large).unwrap();
+    b.push(b'\n');
+    std::fs::write(&large, &b).unwrap();
+
+    let ran = site.run_json(&["copies"], 0);
+    for step in ["small", "medium", "large"] {
+        assert_eq!(status_of(&ran, "lab-1", step), "changed", "lab-1 {step}");
+        assert_eq!(status_of(&ran, "lab-2", step), "ok", "lab-2 {step}");
+    }
+    for (name, _) in SIZES {
+        let p = lab.path(0, &format!("/opt/{name}"));
+        assert_eq!(std::fs::read(&p).unwrap(), source(&site, name), "{name} restored");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o644, "{name} mode");
+    }
+    // A mode-only difference is a chmod, not a new copy of the file.
+    assert_eq!(std::fs::metadata(&medium).unwrap().ino(), medium_ino, "medium was rewritten for its mode");
+    all_ok(&site.run_json(&["copies"], 0));
+}
+
+#[test]
+fn a_source_edited_between_runs_is_copied_again() {
+    let site = site(1);
+    let lab = site.lab();
+    site.run_json(&["copies"], 0);
+    // Same sizes, new content: only a hash can tell.
+    for (i, (name, len)) in SIZES.iter().enumerate() {
+        site.write(&format!("files/{name}"), bytes(*len, 10 + i as u8));
+    }
+    let ran = site.run_json(&["copies"], 0);
+    for (name, _) in SIZES {
+        assert_eq!(status_of(&ran, "lab-1", name), "changed", "{name}");
+        assert_eq!(
+            std::fs::read(lab.path(0, &format!("/opt/{name}"))).unwrap(),
+            source(&site, name),
+            "{name} has the new content"
+        );
+    }
+    all_ok(&site.run_json(&["copies"], 0));
+}
+
+#[test]
+fn the_script_path_with_owner_names_compares_the_same_way() {
+    let site = site(1);
+    let lab = site.lab();
+    site.write(
+        "playbooks/owned.yaml",
+        r#"description: copies with an owner (stat by script)
+plays:
+  - name: owned
+    hosts: lab
+    steps:
+      - name: small
+        copy: { src: files/small, dest: /opt/small, mode: "0640", owner: root, group: root }
+      - name: large
+        copy: { src: files/large, dest: /opt/large, mode: "0640", owner: root }
+"#,
+    );
+    let ran = site.run_json(&["owned"], 0);
+    assert_eq!(status_of(&ran, "lab-1", "small"), "changed");
+    assert_eq!(status_of(&ran, "lab-1", "large"), "changed");
+    all_ok(&site.run_json(&["owned"], 0));
+    // Content only (same size) on one, size only on the other.
+    lab.sh(0, "printf X | dd of=/opt/small bs=1 seek=10 conv=notrunc status=none; echo >> /opt/large");
+    let ran = site.run_json(&["owned"], 0);
+    assert_eq!(status_of(&ran, "lab-1", "small"), "changed");
+    assert_eq!(status_of(&ran, "lab-1", "large"), "changed");
+    assert_eq!(std::fs::read(lab.path(0, "/opt/small")).unwrap(), source(&site, "small"));
+    assert_eq!(std::fs::read(lab.path(0, "/opt/large")).unwrap(), source(&site, "large"));
+    all_ok(&site.run_json(&["owned"], 0));
+}
+
+#[test]
+fn the_sftp_hash_agrees_with_the_shell_hash() {
+    let site = site(1);
+    site.run_json(&["copies"], 0);
+    let ran = site.test().args(["run", "copies", "--output", "json"]).env_var("COPCTL_REMOTE_HASH", "sftp").run();
+    all_ok(&ran);
+}
+
+#[test]
+fn a_secret_source_is_never_printed() {
+    let site = Site::hosts(1);
+    let lab = site.lab();
+    let secret = "pw=Tr0ub4dor-and-3";
+    site.write("files/credentials", format!("user=admin\n{secret}\n"));
+    std::fs::set_permissions(site.path("files/credentials"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    site.write("env.yaml", format!("db_password: \"{secret}\"\n"));
+    site.write(
+        "playbooks/secret-copy.yaml",
+        r#"description: a private source, and content from a secret variable, both to readable files
+plays:
+  - name: secret
+    hosts: lab
+    steps:
+      - name: private source
+        copy: { src: files/credentials, dest: /opt/credentials, mode: "0644" }
+      - name: secret content
+        copy: { content: "{{ db_password }}\n", dest: /opt/db.conf, mode: "0644" }
+"#,
+    );
+    let check = |args: &[&str]| {
+        let o = site.test().args(["run", "secret-copy", "-v"]).args(args.iter().copied()).run();
+        assert!(
+            !o.stdout.contains(secret) && !o.stderr.contains(secret),
+            "{args:?} printed the secret:\n{}{}",
+            o.stdout,
+            o.stderr
+        );
+        let json = site.test().args(["run", "secret-copy", "--output", "json"]).args(args.iter().copied()).run();
+        assert!(!json.stdout.contains(secret), "{args:?} put the secret in an event");
+    };
+    check(&["--diff", "--check"]);
+    check(&["--diff"]);
+    assert!(std::fs::read_to_string(lab.path(0, "/opt/credentials")).unwrap().contains(secret));
+    // Changed again (same size, on the host), then shown with --diff: still a notice.
+    lab.sh(0, "sed -i s/admin/nimda/ /opt/credentials /opt/db.conf; echo x > /opt/db.conf");
+    check(&["--diff"]);
+    for (path, text) in files_under(&site.path(".copctl")) {
+        assert!(!text.contains(secret), "secret in {}", path.display());
+    }
+}
