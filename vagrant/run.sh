@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The workstation suite against real RKE2: install -> node add -> rolling restart -> node remove.
+# The workstation suite against real RKE2: install -> node add -> rolling restart -> node remove
+# -> node drain/uncordon -> dead-node removal and re-add -> (optional) rke2-upgrade.
 # Needs: Vagrant with libvirt or VirtualBox, ~24 GiB of RAM, the RKE2 air-gap artifacts of
 # rke2_version in vagrant/artifacts/rke2 (install.sh, rke2.linux-amd64.tar.gz,
 # rke2-images.linux-amd64.tar.zst, sha256sum-amd64.txt, from RKE2's release page). GPU steps run
@@ -39,5 +40,34 @@ kubectl_nodes | grep -q SchedulingDisabled && { echo "a node was left cordoned" 
 echo "== 4. node remove cop-worker-2"
 on_bastion "$copctl node remove cop-worker-2 --yes"
 kubectl_nodes | grep -q '^cop-worker-2 ' && { echo "cop-worker-2 is still in the cluster" >&2; exit 1; }
+
+echo "== 5. node drain / node uncordon cop-worker-1 (the manual's graceful shutdown)"
+on_bastion "$copctl node drain cop-worker-1 --yes"
+kubectl_nodes | grep -q '^cop-worker-1 .*SchedulingDisabled' || { echo "cop-worker-1 is not cordoned after node drain" >&2; exit 1; }
+on_bastion "$copctl node uncordon cop-worker-1"
+kubectl_nodes | grep -q '^cop-worker-1 .*SchedulingDisabled' && { echo "cop-worker-1 is still cordoned" >&2; exit 1; }
+
+echo "== 6. a dead node: cop-worker-2 added, powered off, removed; the same name added again"
+on_bastion "$copctl node add cop-worker-2"
+vagrant halt --force cop-worker-2
+for _ in $(seq 60); do kubectl_nodes | grep -q '^cop-worker-2 *NotReady' && break; sleep 5; done
+kubectl_nodes | grep -q '^cop-worker-2 *NotReady' || { echo "cop-worker-2 never went NotReady" >&2; exit 1; }
+on_bastion "$copctl node remove cop-worker-2 --yes -e drain_timeout=60" | tee /tmp/copctl-dead.log
+grep -q 'is unreachable' /tmp/copctl-dead.log || { echo "node remove did not see a dead node" >&2; exit 1; }
+kubectl_nodes | grep -q '^cop-worker-2 ' && { echo "the dead cop-worker-2 is still in the cluster" >&2; exit 1; }
+vagrant up cop-worker-2
+on_bastion "$copctl node add cop-worker-2"
+kubectl_nodes | grep -q '^cop-worker-2 *Ready' || { echo "cop-worker-2 did not join again under its name" >&2; exit 1; }
+
+# The upgrade needs the artifacts of a newer release (vagrant/artifacts/rke2-upgrade/, the same
+# four files) and its version in COPCTL_VAGRANT_UPGRADE_TO, e.g. v1.34.3+rke2r1.
+if [ -n "${COPCTL_VAGRANT_UPGRADE_TO:-}" ]; then
+  echo "== 7. rke2-upgrade to $COPCTL_VAGRANT_UPGRADE_TO"
+  on_bastion "$copctl run rke2-upgrade -e rke2_version=$COPCTL_VAGRANT_UPGRADE_TO -e rke2_artifact_dir=/copctl/vagrant/artifacts/rke2-upgrade -e drain_nodes=true"
+  want=${COPCTL_VAGRANT_UPGRADE_TO%%+*}
+  kubectl_nodes | awk 'NR>1 {print $1, $5}' | while read -r n v; do
+    [ "$v" = "$want" ] || { echo "$n runs $v, not $want" >&2; exit 1; }
+  done
+fi
 
 echo "all steps passed; 'vagrant destroy -f' removes the VMs"
