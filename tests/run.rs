@@ -530,3 +530,19 @@ fn a_full_filesystem_fails_the_step_and_keeps_the_old_file() {
     assert_eq!(lab.sh(0, "cat /var/tmp/big.txt"), "old\n", "the old file is intact");
     assert_eq!(lab.sh(0, "ls -A /var/tmp"), "big.txt\n", "no temporary file is left behind");
 }
+
+/// `--start-at` skips the steps before the one named, except those tagged `always` (facts a
+/// later step reads, as Ansible still gathers facts whatever task it starts at).
+#[test]
+fn start_at_skips_the_earlier_steps_but_not_those_tagged_always() {
+    let site = site(1);
+    site.write(
+        "playbooks/resume.yaml",
+        "description: resume (test playbook)\nplays:\n  - name: p\n    hosts: lab\n    steps:\n\
+         \x20     - { name: facts, shell: \"echo facts >> /var/tmp/order\", tags: [always] }\n\
+         \x20     - { name: first, shell: \"echo first >> /var/tmp/order\" }\n\
+         \x20     - { name: second, shell: \"echo second >> /var/tmp/order\" }\n",
+    );
+    site.test().args(["run", "resume", "--start-at", "second"]).run();
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/var/tmp/order")).unwrap(), "facts\nsecond\n");
+}

@@ -151,17 +151,19 @@ impl Engine {
         if t.kind == TaskKind::Barrier {
             return false;
         }
+        let tags = task_tags(&self.plan, n);
+        let has = |x: &str| tags.iter().any(|t| t == x);
         if let Some(start) = &self.opts.start_at
             && !self.started_tag
         {
             if t.label == *start || self.plan.step(t).is_some_and(|s| s.name == *start) {
                 self.started_tag = true;
-            } else {
+            } else if !has("always") {
+                // Steps tagged `always` (the OS facts) still run, as Ansible still gathers facts
+                // at a play's start whatever task it starts at: a resumed run needs them.
                 return true;
             }
         }
-        let tags = task_tags(&self.plan, n);
-        let has = |x: &str| tags.iter().any(|t| t == x);
         if self.opts.skip_tags.iter().any(|s| has(s)) {
             return true;
         }
