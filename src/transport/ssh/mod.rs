@@ -162,20 +162,10 @@ impl SshConnection {
                 if w.wait {
                     // su reads its password with one read() of whatever is waiting: nothing
                     // more is sent until the reader says su is done.
-                    let ready = format!("{}\n", w.ready);
-                    while !out.stdout.starts_with(ready.as_bytes()) {
-                        match ch.wait().await {
-                            Some(ChannelMsg::Data { data }) => out.stdout.extend_from_slice(&data),
-                            Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
-                                out.stderr.extend_from_slice(&data);
-                                if via.su_asks(&out.stderr) {
-                                    return Err(via.needs_password(&self.name));
-                                }
-                            }
-                            Some(ChannelMsg::ExitStatus { exit_status }) => out.status = Some(exit_status),
-                            Some(ChannelMsg::Close) | None => return Ok(out),
-                            Some(_) => {}
-                        }
+                    match shell::wait_ready(&mut ch, via, &w.ready, &mut out).await {
+                        shell::Ready::Yes => {}
+                        shell::Ready::Asked => return Err(via.needs_password(&self.name)),
+                        shell::Ready::Ended => return Ok(out),
                     }
                 }
                 if !w.rest.is_empty() {

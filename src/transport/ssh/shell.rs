@@ -32,6 +32,36 @@ pub struct Shell {
 #[derive(Debug)]
 pub struct ShellLost(pub String);
 
+/// How the wait for the become reader's ready line ended.
+pub enum Ready {
+    Yes,
+    /// su asked for a password and none was given.
+    Asked,
+    /// The channel ended first: sudo or su refused (their output is in `out`).
+    Ended,
+}
+
+/// Reads `ch` into `out` until stdout begins with the reader's `ready` line (sudo or su let it
+/// run), su asks for a password no one will give, or the channel ends.
+pub async fn wait_ready(ch: &mut russh::Channel<Msg>, via: &Sudo, ready: &str, out: &mut ExecOutput) -> Ready {
+    let ready = format!("{ready}\n");
+    while !out.stdout.starts_with(ready.as_bytes()) {
+        match ch.wait().await {
+            Some(ChannelMsg::Data { data }) => out.stdout.extend_from_slice(&data),
+            Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                out.stderr.extend_from_slice(&data);
+                if via.su_asks(&out.stderr) {
+                    return Ready::Asked;
+                }
+            }
+            Some(ChannelMsg::ExitStatus { exit_status }) => out.status = Some(exit_status),
+            Some(ChannelMsg::Close) | None => return Ready::Ended,
+            Some(_) => {}
+        }
+    }
+    Ready::Yes
+}
+
 /// Why a shell could not be opened.
 #[derive(Debug)]
 pub enum OpenError {
@@ -76,22 +106,14 @@ impl Shell {
                 let w = via.wrap("exec /bin/sh");
                 ch.exec(true, w.command.as_str()).await.map_err(lost)?;
                 ch.data(&w.first[..]).await.map_err(lost)?;
-                let ready = format!("{}\n", w.ready);
                 let mut out = ExecOutput::default();
-                while !out.stdout.starts_with(ready.as_bytes()) {
-                    match ch.wait().await {
-                        Some(ChannelMsg::Data { data }) => out.stdout.extend_from_slice(&data),
-                        Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
-                            out.stderr.extend_from_slice(&data);
-                            if via.su_asks(&out.stderr) {
-                                let _ = ch.close().await;
-                                return Err(OpenError::NeedsPassword);
-                            }
-                        }
-                        Some(ChannelMsg::ExitStatus { exit_status }) => out.status = Some(exit_status),
-                        Some(ChannelMsg::Close) | None => return Err(OpenError::Refused(out)),
-                        Some(_) => {}
+                match wait_ready(&mut ch, via, &w.ready, &mut out).await {
+                    Ready::Yes => {}
+                    Ready::Asked => {
+                        let _ = ch.close().await;
+                        return Err(OpenError::NeedsPassword);
                     }
+                    Ready::Ended => return Err(OpenError::Refused(out)),
                 }
                 if !w.rest.is_empty() {
                     ch.data(&w.rest[..]).await.map_err(lost)?;
