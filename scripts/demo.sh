@@ -4,9 +4,16 @@
 # systemd and the NVIDIA driver), installs the cluster without cop-worker-3, then runs
 # `copctl node add cop-worker-3` with its live progress and recap. `--keep` keeps the hosts up.
 # Run it as root, or as a user with sudo (the build runs as you; the lab needs root).
+# COPCTL_PROFILE=dev uses the debug build (CI, which has already built it for the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/as-root.sh
 as_root scripts/lab-prereqs.sh
-cargo build --release --quiet --bins
-as_root target/release/copctl-lab demo "$@"
+profile=${COPCTL_PROFILE:-release}
+case $profile in
+  release) dir=release ;;
+  dev) dir=debug ;;
+  *) echo "COPCTL_PROFILE must be release or dev, not '$profile'" >&2; exit 1 ;;
+esac
+cargo build --profile "$profile" --quiet --bins
+as_root "target/$dir/copctl-lab" demo "$@"
