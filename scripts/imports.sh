@@ -15,6 +15,9 @@ LAYERS = [
     ["error", "yaml"],
     # A leaf (the Secret type and the naming rule) that the vault and everything above use.
     ["vars::secret"],
+    # ansible.cfg and ANSIBLE_*: settings read before any file they point to (the vault reads
+    # its password sources through it).
+    ["ansible_cfg"],
     # Decryption, used wherever a file is read (inventory, variable files, env.yaml).
     ["vault"],
     ["inventory"],

@@ -12,6 +12,8 @@
 //! `uncordon` with `force` (the operator's explicit `copctl node uncordon`) lifts any cordon,
 //! and warns when it was not copctl's.
 
+mod dead_node;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -121,9 +123,9 @@ impl Kind for KubeArgs {
             return pdb_check(cx, a).await;
         }
         match a.action {
-            KubeAction::DrainUnreachable => return super::dead_node::drain_unreachable(cx, a).await,
-            KubeAction::EtcdQuorumCheck => return super::dead_node::etcd_quorum_check(cx, a).await,
-            KubeAction::EtcdMemberGone => return super::dead_node::etcd_member_gone(cx, a).await,
+            KubeAction::DrainUnreachable => return dead_node::drain_unreachable(cx, a).await,
+            KubeAction::EtcdQuorumCheck => return dead_node::etcd_quorum_check(cx, a).await,
+            KubeAction::EtcdMemberGone => return dead_node::etcd_member_gone(cx, a).await,
             _ => {}
         }
         let flag = |f: &Option<Flag>| f.as_ref().is_some_and(|f| f.get());

@@ -13,7 +13,6 @@
 //! template source (`Outcome::withhold`), each saying which secret variables it reads.
 
 mod args;
-mod dead_node;
 mod edit;
 mod source;
 mod transfer;

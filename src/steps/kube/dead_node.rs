@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::kube::{KubeArgs, PRELUDE, section};
-use super::{Outcome, StepCtx};
+use super::{KubeArgs, PRELUDE, section};
+use crate::steps::{Outcome, StepCtx};
 use crate::template::shell_quote;
 
 /// etcdctl in the etcd pod of the server this runs on (RKE2 names the pod `etcd-<node-name>`,
