@@ -233,6 +233,7 @@ impl SshConnection {
                 Ok(digest)
             }
             Upload::Stream { script, stream } => {
+                let _slot = upload::stream_slot().await;
                 let digest = Arc::new(Mutex::new(String::new()));
                 let stdin = StdinSource::Hashed(Vec::new(), stream, digest.clone());
                 let out = match via {

@@ -14,6 +14,19 @@ use crate::transport::{ExecOutput, PutSource, TransportError, random_hex};
 /// UTF-8 uploads up to this size without NUL bytes travel inside a script (`small_put_script`).
 const SMALL_PUT: usize = 64 << 10;
 
+/// Streamed uploads in flight at once, over all hosts. An SSH channel's window (2 MiB from
+/// OpenSSH) takes a whole ordinary file at once, so without a bound every host's copy would sit in
+/// the controller's buffers together: 50 hosts taking a 1 MiB file held ~50 MiB. Eight keep a
+/// localhost link and a 10 Gbit/s one busy (docs/benchmarks.md) and bound what uploads hold to
+/// 8 × (file or window + chunk).
+const STREAMS_AT_ONCE: usize = 8;
+static STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(STREAMS_AT_ONCE);
+
+/// A place among the streamed uploads in flight, held until the host has the file.
+pub(super) async fn stream_slot() -> tokio::sync::SemaphorePermit<'static> {
+    STREAMS.acquire().await.expect("the upload semaphore is never closed")
+}
+
 /// How an upload travels.
 pub(super) enum Upload {
     /// Small text inside a script for one of the connection's shells: no session, no temp-file
