@@ -3,6 +3,7 @@ use std::io::IsTerminal;
 use clap::Parser;
 
 fn main() {
+    tune_allocator();
     let tty = std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
         // Off a terminal (logs, CI, tests) lines are not wrapped, so each message stays greppable.
@@ -31,6 +32,26 @@ fn main() {
         }
     }
 }
+
+/// glibc's allocator, told to hand memory back. By default each thread that allocates gets an
+/// arena of its own, and freeing a large buffer (an upload's chunk) raises the thresholds below
+/// which memory is kept; with 50 hosts that left ~10 MiB of freed memory resident (45.3 -> 35.4 MiB
+/// peak in the peers benchmark, files workload). One arena: the runtime's two worker threads do
+/// little allocating, and the controller's CPU did not change measurably.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    // SAFETY: mallopt only sets the allocator's parameters; it runs before any other thread
+    // exists and before the first allocation of ours, and a refused setting keeps the default.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
+        libc::mallopt(libc::M_TOP_PAD, 0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}
 
 /// One connection per host is kept for the whole run: a thousand hosts need more descriptors
 /// than the common soft limit of 1024, and the hard limit is ours to take.
