@@ -260,9 +260,9 @@ impl SshConnection {
             .map(|(s, _)| s)
     }
 
-    /// The sha256 of a remote file read over SFTP in chunks into the hasher (no remote process,
-    /// never the whole file in memory).
-    pub async fn sha256_sftp(&self, path: &str) -> Result<String, TransportError> {
+    /// The sha256 of a remote file read over SFTP in chunks of up to `chunk` bytes into the hasher
+    /// (no remote process, never the whole file in memory).
+    pub async fn sha256_sftp(&self, path: &str, chunk: usize) -> Result<String, TransportError> {
         use sha2::Digest;
         use tokio::io::AsyncReadExt;
         let remote = |e: &dyn std::fmt::Display| TransportError::Remote {
@@ -272,7 +272,7 @@ impl SshConnection {
         let sftp = self.sftp().await?;
         let mut f = sftp.open(path).await.map_err(|e| remote(&e))?;
         let mut h = sha2::Sha256::new();
-        let mut buf = vec![0u8; 256 << 10];
+        let mut buf = vec![0u8; chunk.clamp(1, 256 << 10)];
         loop {
             let n = f.read(&mut buf).await.map_err(|e| remote(&e))?;
             if n == 0 {
