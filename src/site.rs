@@ -1,8 +1,9 @@
 //! A site: the inventory, env.yaml, extra vars, playbook and template sources of one run, and
 //! the variable contexts built from them. Every command starts by loading one.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -44,6 +45,11 @@ pub struct Site {
     /// `groups` as templates see it, converted once (it names every host: converting it for
     /// every task made large inventories quadratic).
     groups_template: OnceLock<minijinja::Value>,
+    /// Each playbook's variable layers (by name and file) and each host's inventory variables,
+    /// built once: they are the same for every task, and building them per task was most of the
+    /// scheduler's allocations. (Nothing changes a site's variables once it is planned from.)
+    layers_cache: Mutex<HashMap<(String, String), Arc<Layers>>>,
+    host_vars_cache: Mutex<HashMap<String, Arc<Vars>>>,
 }
 
 /// `name` in the site directory (`crate::inventory::site_dir`: the first inventory source's
@@ -101,6 +107,8 @@ impl Site {
             secret_names,
             groups: OnceLock::new(),
             groups_template: OnceLock::new(),
+            layers_cache: Mutex::default(),
+            host_vars_cache: Mutex::default(),
         }
     }
 
@@ -168,8 +176,14 @@ impl Site {
         own: &IndexMap<String, Value>,
         all: Registered,
     ) -> minijinja::Value {
-        let layers = Arc::new(self.layers(pb));
-        let inv_vars = self.inventory.host_vars(host);
+        let layers = {
+            let mut cache = self.layers_cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.entry((pb.name.clone(), pb.source.name.clone())).or_insert_with(|| Arc::new(self.layers(pb))).clone()
+        };
+        let inv_vars = {
+            let mut cache = self.host_vars_cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.host_vars(host))).clone()
+        };
         let vars = layers.for_host(&inv_vars, Some(own));
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();

@@ -65,7 +65,9 @@ impl Job {
     pub async fn execute(self) -> Outcome {
         let t = self.plan.graph[self.node].clone();
         let step = self.step.clone();
-        let play = self.plan.play(&t).clone();
+        // Borrowed, not cloned: a play holds all its steps, and this runs once per task.
+        let plan = self.plan.clone();
+        let play = plan.play(&t);
         let host = t.host.clone().unwrap_or_default();
         let timeout = Duration::from_secs(step.def.timeout.unwrap_or(1800));
         let mut own: IndexMap<String, Value> = play.vars.clone();
