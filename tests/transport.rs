@@ -364,3 +364,35 @@ fn secrets_are_masked_in_exec_output() {
     assert!(o.status.success());
     assert!(!stdout(&o).contains("hunter2-xyz") && stdout(&o).contains("the password is ********"), "{}", stdout(&o));
 }
+
+/// Small text travels inside a script; its mode comes from the umask it is created under (no
+/// `chmod`) unless it has execute or special bits. Every mode must still arrive exactly, and a
+/// file already there with another mode must take the new one.
+#[test]
+fn small_files_arrive_with_exactly_their_mode() {
+    use copctl::transport::*;
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::start(1, LabOptions::default());
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = SshOptions::new(KnownHosts::new(dir.path().join("kh"), HostKeyPolicy::AcceptNew));
+    opts.connect_retries = 0;
+    let inv = copctl::inventory::Inventory::load(&lab.inventory).unwrap();
+    let spec = HostSpec::from_inventory(&inv, "lab-1", &SshConfigFile::default());
+    let pool = Pool::new(vec![spec], opts, 4);
+    let rt = copctl::runtime().unwrap();
+    let modes = [0o644, 0o640, 0o600, 0o444, 0o000, 0o755, 0o750, 0o4755, 0o1777];
+    for (i, mode) in modes.into_iter().enumerate() {
+        let dest = format!("/var/tmp/small-{i}");
+        // Twice: the second write replaces a file created with the previous mode.
+        for (text, m) in [("first\n", 0o666), ("second\n", mode)] {
+            rt.block_on(async {
+                let c = pool.get("lab-1").await.unwrap();
+                c.put(PutSource::Bytes(text.as_bytes().to_vec()), &dest, m).await.unwrap()
+            });
+        }
+        let on_host = lab.path(0, &dest);
+        let meta = std::fs::symlink_metadata(&on_host).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, mode, "mode {mode:o}");
+        assert_eq!(std::fs::read_to_string(&on_host).unwrap(), "second\n", "mode {mode:o}");
+    }
+}

@@ -199,12 +199,16 @@ fn parent_dir(dest: &str) -> String {
 
 /// Writes `content` (no NUL bytes) atomically: a new temp file beside `dest` (noclobber, a random
 /// name), mode and owner set, renamed into place; the temp file is removed if any of it fails.
+/// A mode without execute or special bits is given by the umask the file is created under, which
+/// spares the host a `chmod` process for most files.
 pub fn small_put_script(dest: &str, content: &str, mode: u32, owner: Option<&str>) -> String {
     let q = crate::template::shell_quote;
     let chown = owner.map(|o| format!(" && chown {} \"$t\"", q(o))).unwrap_or_default();
+    let (umask, chmod) =
+        if mode & !0o666 == 0 { (!mode & 0o777, String::new()) } else { (0o077, format!(" && chmod {mode:o} \"$t\"")) };
     format!(
-        "umask 077; set -C; t={dir}/.copctl-{rand}; \
-         if printf %s {content} > \"$t\" && chmod {mode:o} \"$t\"{chown} && mv -f \"$t\" {dest}; then exit 0; fi; \
+        "umask {umask:03o}; set -C; t={dir}/.copctl-{rand}; \
+         if printf %s {content} > \"$t\"{chmod}{chown} && mv -f \"$t\" {dest}; then exit 0; fi; \
          rm -f \"$t\"; exit 92",
         dir = q(&parent_dir(dest)),
         rand = random_hex(),
