@@ -9,7 +9,7 @@
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
@@ -70,6 +70,10 @@ impl std::fmt::Debug for Templates {
 fn load_template(override_dir: &Option<PathBuf>, name: &str) -> Option<String> {
     if name.split('/').any(|c| c == "..") {
         return None;
+    }
+    // An Ansible playbook's templates are resolved beside it when it is loaded (absolute).
+    if Path::new(name).is_absolute() {
+        return std::fs::read_to_string(name).ok();
     }
     if let Some(dir) = override_dir
         && let Ok(text) = std::fs::read_to_string(dir.join(name))

@@ -1,0 +1,466 @@
+//! The Ansible front-end: an Ansible playbook (a YAML list of plays) translated into copctl's own
+//! playbook model, so that it runs on the same engine with the same plan, `--limit` boundary and
+//! recap. Only what has a native equivalent with the same semantics is translated; anything else
+//! (a module, keyword, argument or value) is a problem reported at its file:line:column, and the
+//! whole file is read before any is reported, so that `copctl validate` lists every one at once.
+//!
+//! Files: node.rs the located YAML tree, split.rs Ansible's `k=v` argument lines, task.rs the task
+//! keywords, modules.rs the module table. Facts (`gather_facts`) are the native `setup` kind.
+
+mod modules;
+mod node;
+mod split;
+mod task;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{Batch, Play, Playbook, Step, StepDef, parse_percent};
+use crate::error::{Error, Result, Source};
+use node::{Key, Kind, Node};
+
+/// Problems found so far in one file.
+pub(crate) struct Problems<'s> {
+    source: &'s Source,
+    errors: Vec<Error>,
+}
+
+impl<'s> Problems<'s> {
+    fn add(&mut self, line: usize, column: usize, message: String, label: &str, help: Option<String>) {
+        self.errors.push(self.source.error_at(line.max(1), column.max(1), 0, message, label, help));
+    }
+
+    fn add_len(&mut self, line: usize, column: usize, len: usize, message: String, label: &str, help: Option<String>) {
+        self.errors.push(self.source.error_at(line.max(1), column.max(1), len.max(1), message, label, help));
+    }
+
+    /// A problem with a key, underlining it.
+    fn add_key(&mut self, k: &Key, message: String, help: Option<String>) {
+        self.add_len(k.line, k.column, k.name.len(), message, "here", help);
+    }
+
+    fn count(&self) -> usize {
+        self.errors.len()
+    }
+}
+
+/// What the translation of one file carries along.
+pub(crate) struct Front<'s> {
+    p: Problems<'s>,
+    /// The playbook's directory: copy and template sources are found there.
+    dir: PathBuf,
+}
+
+/// Names in `candidates` close to `name`, best first.
+fn closest<'a>(name: &str, candidates: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<(f64, &str)> =
+        candidates.iter().map(|c| (strsim::jaro_winkler(name, c), *c)).filter(|(s, _)| *s > 0.8).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// Play keywords copctl translates.
+const PLAY_KEYWORDS: &[&str] = &[
+    "name",
+    "hosts",
+    "vars",
+    "tasks",
+    "pre_tasks",
+    "post_tasks",
+    "handlers",
+    "serial",
+    "max_fail_percentage",
+    "any_errors_fatal",
+    "become",
+    "become_user",
+    "gather_facts",
+    "tags",
+];
+
+/// Ansible play keywords not translated yet.
+const PLAY_NOT_YET: &[&str] = &[
+    "roles",
+    "vars_files",
+    "vars_prompt",
+    "become_method",
+    "become_flags",
+    "remote_user",
+    "strategy",
+    "connection",
+    "environment",
+    "ignore_errors",
+    "ignore_unreachable",
+    "order",
+    "throttle",
+    "collections",
+    "module_defaults",
+    "check_mode",
+    "diff",
+    "force_handlers",
+    "port",
+    "no_log",
+    "run_once",
+    "debugger",
+    "gather_subset",
+    "gather_timeout",
+    "fact_path",
+    "timeout",
+    "when",
+];
+
+/// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
+/// problem of the file is reported together.
+pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
+    let root: Node = crate::yaml::parse_ansible(&source)?;
+    let mut f = Front { p: Problems { source: &source, errors: Vec::new() }, dir: dir.to_path_buf() };
+    let mut plays: Vec<Play> = Vec::new();
+    let mut handlers: Vec<Step> = Vec::new();
+    match root.as_seq() {
+        Some(items) if !items.is_empty() => {
+            for item in items {
+                if let Some((play, hs)) = play(&mut f, item, &plays, &handlers) {
+                    plays.push(play);
+                    handlers.extend(hs);
+                }
+            }
+        }
+        _ => f.p.add(
+            root.line,
+            root.column,
+            "an Ansible playbook is a list of plays".into(),
+            "not a list of plays",
+            Some("each play is `- hosts: PATTERN` with its tasks".into()),
+        ),
+    }
+    let Front { p: Problems { errors, .. }, .. } = f;
+    match errors.len() {
+        0 => {}
+        1 => return Err(errors.into_iter().next().expect("one")),
+        n => {
+            return Err(Error::many(
+                format!("{}: {n} problems: copctl cannot run this playbook as written", source.name),
+                errors,
+            ));
+        }
+    }
+    Ok(Playbook {
+        name: name.to_string(),
+        source,
+        description: None,
+        vars: Default::default(),
+        require: vec![],
+        requires_groups: vec![],
+        plays,
+        handlers,
+    })
+}
+
+/// One play and its handlers.
+fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step]) -> Option<(Play, Vec<Step>)> {
+    let Some(map) = node.as_map() else {
+        f.p.add(node.line, node.column, format!("a play is a mapping, not {}", node.what()), "here", None);
+        return None;
+    };
+    let before = f.p.count();
+    let get = |k: &str| map.iter().find(|(key, _)| key.name == k);
+    if let Some((k, _)) = get("import_playbook").or_else(|| get("include_playbook")) {
+        f.p.add_key(
+            k,
+            format!("{} is not supported yet", k.name),
+            Some("run the playbooks one after the other: copctl run a.yml b.yml".into()),
+        );
+        return None;
+    }
+    for (k, _) in map {
+        let n = k.name.as_str();
+        if PLAY_KEYWORDS.contains(&n) {
+            continue;
+        }
+        if PLAY_NOT_YET.contains(&n) {
+            let what = if n == "roles" { "roles are".to_string() } else { format!("play keyword '{n}' is") };
+            f.p.add_key(k, format!("{what} not supported yet"), None);
+        } else {
+            let close = closest(n, PLAY_KEYWORDS);
+            let help = if close.is_empty() {
+                format!("play keywords copctl knows: {}", PLAY_KEYWORDS.join(", "))
+            } else {
+                format!("did you mean {}?", close.join(", "))
+            };
+            f.p.add_key(k, format!("unknown play keyword '{n}'"), Some(help));
+        }
+    }
+    let hosts = match get("hosts") {
+        None => {
+            f.p.add(
+                node.line,
+                node.column,
+                "a play needs hosts".into(),
+                "this play",
+                Some("add hosts: PATTERN".into()),
+            );
+            String::new()
+        }
+        Some((k, v)) => match &v.kind {
+            Kind::Scalar(Value::String(s)) => s.clone(),
+            Kind::Seq(items) if items.iter().all(|i| i.as_str().is_some()) => {
+                items.iter().filter_map(Node::as_str).collect::<Vec<_>>().join(",")
+            }
+            _ => {
+                f.p.add_key(k, format!("hosts: a pattern or a list of them, not {}", v.what()), None);
+                String::new()
+            }
+        },
+    };
+    // Ansible names an unnamed play after its hosts; the engine's play names are unique.
+    let base = match get("name").map(|(_, v)| v) {
+        Some(v) => v.as_str().map(str::to_string).unwrap_or_else(|| v.to_value().to_string()),
+        None => hosts.clone(),
+    };
+    let mut name = base.clone();
+    let mut k = 2;
+    while earlier.iter().any(|p| p.name == name) {
+        name = format!("{base} ({k})");
+        k += 1;
+    }
+    let mut vars = crate::inventory::Vars::new();
+    if let Some((k, v)) = get("vars") {
+        match v.to_value() {
+            Value::Object(m) => vars.extend(m),
+            Value::Null => {}
+            _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
+        }
+    }
+    let flag = |f: &mut Front, key: &str| -> Option<bool> {
+        let (k, v) = get(key)?;
+        match &v.kind {
+            Kind::Scalar(Value::Bool(b)) => Some(*b),
+            _ => {
+                f.p.add_key(k, format!("{key}: must be a literal boolean, not {}", v.what()), None);
+                None
+            }
+        }
+    };
+    let r#become = flag(f, "become");
+    let any_errors_fatal = flag(f, "any_errors_fatal").unwrap_or(false);
+    let gather = flag(f, "gather_facts").unwrap_or(true);
+    if let Some((k, v)) = get("become_user")
+        && v.as_str() != Some("root")
+    {
+        f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
+    }
+    let tags = match get("tags") {
+        None => vec![],
+        Some((k, v)) => match v.to_value() {
+            Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
+            Value::Array(a) if a.iter().all(Value::is_string) => {
+                a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()
+            }
+            _ => {
+                f.p.add_key(k, "tags: a name or a list of names".into(), None);
+                vec![]
+            }
+        },
+    };
+    let (serial, serial_templates) = match get("serial") {
+        None => (vec![], vec![]),
+        Some((k, v)) => serial(f, k, v),
+    };
+    let max_fail = match get("max_fail_percentage") {
+        None => None,
+        Some((k, v)) => match v.to_value() {
+            Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=100.0).contains(&x)) => {
+                n.as_f64().map(Batch::Percent)
+            }
+            Value::String(s) if s.trim().parse::<f64>().is_ok_and(|x| (0.0..=100.0).contains(&x)) => {
+                s.trim().parse().ok().map(Batch::Percent)
+            }
+            _ => {
+                f.p.add_key(k, "max_fail_percentage: a number from 0 to 100".into(), None);
+                None
+            }
+        },
+    };
+    // Handlers first: tasks name them.
+    let mut handlers = Vec::new();
+    if let Some((_, v)) = get("handlers") {
+        for h in section(f, "handlers", v) {
+            if let Some(s) = task::task(f, h, true) {
+                if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
+                    f.p.add(
+                        h.line,
+                        h.column,
+                        format!("a handler named '{}' is already defined", s.name),
+                        "duplicate",
+                        Some("copctl's handlers are named across the playbook: make the names unique".into()),
+                    );
+                    continue;
+                }
+                handlers.push(s);
+            }
+        }
+    }
+    let mut steps = Vec::new();
+    if gather {
+        steps.push(facts_step(f, node)?);
+    }
+    let mut notifying: Vec<&str> = Vec::new();
+    for sec in ["pre_tasks", "tasks", "post_tasks"] {
+        let Some((k, v)) = get(sec) else { continue };
+        for t in section(f, sec, v) {
+            let Some(s) = task::task(f, t, false) else { continue };
+            for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
+                if !handlers.iter().any(|h| h.name == n) {
+                    f.p.add(
+                        t.line,
+                        t.column,
+                        format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
+                        "unknown handler",
+                        Some("add it under the play's handlers: or fix the name".into()),
+                    );
+                }
+                if !notifying.contains(&sec) {
+                    notifying.push(sec);
+                }
+            }
+            steps.push(s);
+        }
+        let _ = k;
+    }
+    // Ansible runs notified handlers after each of pre_tasks, tasks and post_tasks; copctl at the
+    // end of the play (of each batch): the same only when the notifications come from the last
+    // section that has tasks.
+    let last =
+        ["post_tasks", "tasks", "pre_tasks"].into_iter().find(|s| get(s).is_some_and(|(_, v)| !section_is_empty(v)));
+    for sec in &notifying {
+        if Some(*sec) != last
+            && let Some((k, _)) = get(sec)
+        {
+            f.p.add_key(
+                k,
+                format!("handlers notified in {sec} run before the next section in Ansible; copctl runs them at the end of the play (not supported yet)"),
+                Some("notify handlers from the play's last section only".into()),
+            );
+        }
+    }
+    if f.p.count() != before {
+        return None;
+    }
+    Some((
+        Play {
+            name,
+            hosts,
+            needs: None,
+            serial,
+            serial_templates,
+            max_fail,
+            any_errors_fatal,
+            throttle: None,
+            tags,
+            when: None,
+            vars,
+            r#become,
+            steps,
+            line: node.line,
+        },
+        handlers,
+    ))
+}
+
+fn section_is_empty(v: &Node) -> bool {
+    v.as_seq().is_none_or(<[Node]>::is_empty)
+}
+
+/// The tasks of a section (`tasks:` and the like): a list, or nothing.
+fn section<'n>(f: &mut Front, name: &str, v: &'n Node) -> &'n [Node] {
+    match &v.kind {
+        Kind::Seq(items) => items,
+        Kind::Scalar(Value::Null) => &[],
+        _ => {
+            f.p.add(v.line, v.column, format!("{name}: a list of tasks, not {}", v.what()), "here", None);
+            &[]
+        }
+    }
+}
+
+/// `serial`: a count, a percentage, a template, or a list of those.
+fn serial(f: &mut Front, k: &Key, v: &Node) -> (Vec<Batch>, Vec<(usize, String)>) {
+    let items: Vec<Value> = match v.to_value() {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    let mut batches = Vec::new();
+    let mut templates = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            Value::Number(n) if n.as_u64().is_some_and(|x| x > 0) => {
+                batches.push(Batch::Count(n.as_u64().unwrap_or(1) as usize))
+            }
+            Value::String(s) if s.contains("{{") => {
+                templates.push((i, s));
+                batches.push(Batch::Count(1));
+            }
+            Value::String(s) => match super::parse_batch(&s).or_else(|| parse_percent(&s).map(Batch::Percent)) {
+                Some(b) => batches.push(b),
+                None => f.p.add_key(k, format!("serial: '{s}' is neither a count nor a percentage"), None),
+            },
+            other => f.p.add_key(k, format!("serial: {other} is neither a count nor a percentage"), None),
+        }
+    }
+    (batches, templates)
+}
+
+/// Ansible's fact gathering, first in a play that gathers facts: tagged `always`, as Ansible
+/// gathers facts whatever `--tags` says.
+fn facts_step(f: &mut Front, node: &Node) -> Option<Step> {
+    let def: StepDef = serde_json::from_value(json!({"name": "Gathering Facts", "tags": ["always"], "setup": {}}))
+        .expect("a valid setup step");
+    match super::validate_step(f.p.source, def, node.line, node.column, false) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            f.p.errors.push(e);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(text: &str) -> Vec<String> {
+        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent")) {
+            Ok(_) => vec![],
+            Err(Error::Many { errors, .. }) => errors.iter().map(|e| e.to_string()).collect(),
+            Err(e) => vec![e.to_string()],
+        }
+    }
+
+    #[test]
+    fn a_playbook_translates_to_native_steps() {
+        let text = "- hosts: all\n  become: true\n  tasks:\n    - name: dir\n      file: path=/x state=directory mode=0755\n    - shell: echo hi\n      register: out\n      changed_when: false\n    - ansible.builtin.command: touch /y creates=/y\n      notify: h\n  handlers:\n    - name: h\n      service: {name: x, state: restarted}\n";
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.name, "all");
+        let kinds: Vec<&str> = play.steps.iter().map(|s| s.action.kind()).collect();
+        assert_eq!(kinds, ["setup", "file", "shell", "command"]);
+        assert_eq!(play.steps[3].def.creates.as_deref(), Some("/y"));
+        assert_eq!(play.steps[3].action.source(), "touch /y");
+        assert_eq!(pb.handlers[0].name, "h");
+    }
+
+    #[test]
+    fn every_problem_of_the_file_is_reported() {
+        let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - user: name=x\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
+        assert_eq!(
+            problems(text),
+            [
+                "t.yml:2:3: roles are not supported yet",
+                "t.yml:4:7: module 'user' is not supported yet",
+                "t.yml:6:7: unknown task keyword 'regster'",
+                "t.yml:7:31: copy: backup other than false is not supported",
+                "t.yml:8:7: unknown module 'frobnicate'",
+            ]
+        );
+    }
+}
