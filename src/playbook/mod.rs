@@ -172,7 +172,7 @@ impl PlaybookSource {
             let builtin = self.manual_alias(&stem);
             if as_path.is_file() {
                 let source = crate::error::read_source(as_path)?;
-                let ansible_like = source.text.trim_start().starts_with('-');
+                let ansible_like = ansible::is_list_of_plays(&source.text);
                 let dir = as_path.parent().map(Path::to_path_buf).unwrap_or_default();
                 if ansible_like {
                     // An Ansible playbook (a list of plays): run as the operator gave it, through

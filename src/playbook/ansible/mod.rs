@@ -109,6 +109,15 @@ const PLAY_NOT_YET: &[&str] = &[
     "when",
 ];
 
+/// Whether `text` is a YAML list (an Ansible playbook), not a mapping (a native one): its first
+/// line that is not blank, a comment or a document marker starts a list entry.
+pub fn is_list_of_plays(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && *l != "---" && !l.starts_with("%"))
+        .is_some_and(|l| l == "-" || l.starts_with("- "))
+}
+
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
 /// problem of the file is reported together.
 pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
