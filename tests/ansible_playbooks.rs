@@ -12,7 +12,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use common::*;
-use serde_json::Value;
 
 /// Where the fixture playbooks write on the hosts: what is compared.
 const TRACKED: &[&str] = &["/opt/app", "/etc/motd-lab", "/etc/lab-facts", "/etc/lab-label", "/etc/lab-label.link"];
