@@ -141,6 +141,11 @@ fn facts_are_what_ansible_gathers() {
 }
 
 #[test]
+fn play_and_task_structure_ends_as_ansible_leaves_it() {
+    same_as_ansible("structure.yml");
+}
+
+#[test]
 fn plan_with_limit_shows_only_that_host() {
     let site = Site::new();
     site.fixture("ansible-playbooks");

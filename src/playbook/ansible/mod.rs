@@ -128,8 +128,8 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
     match root.as_seq() {
         Some(items) if !items.is_empty() => {
             for item in items {
-                if let Some((play, hs)) = play(&mut f, item, &plays, &handlers) {
-                    plays.push(play);
+                if let Some((ps, hs)) = play(&mut f, item, &plays, &handlers) {
+                    plays.extend(ps);
                     handlers.extend(hs);
                 }
             }
@@ -165,8 +165,9 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
     })
 }
 
-/// One play and its handlers.
-fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step]) -> Option<(Play, Vec<Step>)> {
+/// One play (several native plays where its handlers must run between sections) and its
+/// handlers.
+fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step]) -> Option<(Vec<Play>, Vec<Step>)> {
     let Some(map) = node.as_map() else {
         f.p.add(node.line, node.column, format!("a play is a mapping, not {}", node.what()), "here", None);
         return None;
@@ -226,12 +227,6 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         Some(v) => v.as_str().map(str::to_string).unwrap_or_else(|| v.to_value().to_string()),
         None => hosts.clone(),
     };
-    let mut name = base.clone();
-    let mut k = 2;
-    while earlier.iter().any(|p| p.name == name) {
-        name = format!("{base} ({k})");
-        k += 1;
-    }
     let mut vars = crate::inventory::Vars::new();
     if let Some((k, v)) = get("vars") {
         match v.to_value() {
@@ -309,16 +304,16 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         }
     }
-    let mut steps = Vec::new();
-    if gather {
-        steps.push(facts_step(f, node)?);
-    }
-    let mut notifying: Vec<&str> = Vec::new();
+    let facts = if gather { Some(facts_step(f, node)?) } else { None };
+    let mut sections: Vec<(&str, Vec<Step>, bool)> = Vec::new();
     for sec in ["pre_tasks", "tasks", "post_tasks"] {
-        let Some((k, v)) = get(sec) else { continue };
+        let Some((_, v)) = get(sec) else { continue };
+        let mut steps = Vec::new();
+        let mut notifies = false;
         for t in section(f, sec, v) {
             let Some(s) = task::task(f, t, false) else { continue };
             for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
+                notifies = true;
                 if !handlers.iter().any(|h| h.name == n) {
                     f.p.add(
                         t.line,
@@ -328,56 +323,76 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                         Some("add it under the play's handlers: or fix the name".into()),
                     );
                 }
-                if !notifying.contains(&sec) {
-                    notifying.push(sec);
-                }
             }
             steps.push(s);
         }
-        let _ = k;
+        if !steps.is_empty() {
+            sections.push((sec, steps, notifies));
+        }
     }
-    // Ansible runs notified handlers after each of pre_tasks, tasks and post_tasks; copctl at the
-    // end of the play (of each batch): the same only when the notifications come from the last
-    // section that has tasks.
-    let last =
-        ["post_tasks", "tasks", "pre_tasks"].into_iter().find(|s| get(s).is_some_and(|(_, v)| !section_is_empty(v)));
-    for sec in &notifying {
-        if Some(*sec) != last
-            && let Some((k, _)) = get(sec)
-        {
+    // Ansible runs the notified handlers after each of pre_tasks, tasks and post_tasks; copctl
+    // at the end of a play (of each serial batch). A section that notifies and is not the last
+    // is then a play of its own: the same order, as long as the play has no serial batches
+    // (Ansible runs all sections batch by batch).
+    let split = sections.iter().rev().skip(1).any(|(_, _, n)| *n);
+    if split && !serial.is_empty() {
+        let (sec, ..) = sections.iter().rev().skip(1).find(|(_, _, n)| *n).expect("a notifying section");
+        if let Some((k, _)) = get(sec) {
             f.p.add_key(
                 k,
-                format!("handlers notified in {sec} run before the next section in Ansible; copctl runs them at the end of the play (not supported yet)"),
-                Some("notify handlers from the play's last section only".into()),
+                format!("handlers notified in {sec} of a play with serial batches are not supported yet"),
+                Some(
+                    "Ansible runs them before the next section of each batch: notify from the play's last section only"
+                        .into(),
+                ),
             );
         }
     }
     if f.p.count() != before {
         return None;
     }
-    Some((
-        Play {
-            name,
-            hosts,
-            needs: None,
-            serial,
-            serial_templates,
-            max_fail,
-            any_errors_fatal,
-            throttle: None,
-            tags,
-            when: None,
-            vars,
-            r#become,
-            steps,
-            line: node.line,
-        },
-        handlers,
-    ))
-}
-
-fn section_is_empty(v: &Node) -> bool {
-    v.as_seq().is_none_or(<[Node]>::is_empty)
+    let template = Play {
+        name: String::new(),
+        hosts,
+        needs: None,
+        serial,
+        serial_templates,
+        max_fail,
+        any_errors_fatal,
+        throttle: None,
+        tags,
+        when: None,
+        vars,
+        r#become,
+        steps: Vec::new(),
+        line: node.line,
+    };
+    let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
+        let mut name = wanted.clone();
+        let mut k = 2;
+        while taken.iter().chain(mine).any(|p| p.name == name) {
+            name = format!("{wanted} ({k})");
+            k += 1;
+        }
+        name
+    };
+    let mut plays: Vec<Play> = Vec::new();
+    if split {
+        let mut facts = facts;
+        for (sec, steps, _) in sections {
+            let wanted = if sec == "tasks" { base.clone() } else { format!("{base} ({sec})") };
+            let mut p = template.clone();
+            p.name = unique(wanted, earlier, &plays);
+            p.steps = facts.take().into_iter().chain(steps).collect();
+            plays.push(p);
+        }
+    } else {
+        let mut p = template;
+        p.name = unique(base, earlier, &plays);
+        p.steps = facts.into_iter().chain(sections.into_iter().flat_map(|(_, s, _)| s)).collect();
+        plays.push(p);
+    }
+    Some((plays, handlers))
 }
 
 /// The tasks of a section (`tasks:` and the like): a list, or nothing.

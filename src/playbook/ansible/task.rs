@@ -333,7 +333,11 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     _ => None,
                 };
                 if let Some(value) = value {
-                    def.insert(n.to_string(), value);
+                    let key = if n == "with_items" { "loop" } else { n };
+                    if def.contains_key(key) {
+                        f.p.add_key(k, "a task loops once: loop or with_items, not both".into(), None);
+                    }
+                    def.insert(key.to_string(), value);
                 }
             }
         }
