@@ -140,7 +140,12 @@ pub fn fact_vars(facts: Map<String, Value>) -> Map<String, Value> {
 
 /// What the facts look like before they are gathered (plan-time template checks).
 pub fn placeholder_vars() -> Map<String, Value> {
-    fact_vars(facts_from(""))
+    let mut f = facts_from("");
+    for k in ["memtotal_mb", "processor_vcpus"] {
+        f.insert(k.into(), json!(0));
+    }
+    f.insert("default_ipv4".into(), json!({"address": "", "gateway": "", "interface": ""}));
+    fact_vars(f)
 }
 
 impl Kind for SetupArgs {

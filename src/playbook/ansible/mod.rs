@@ -473,6 +473,36 @@ mod tests {
         assert_eq!(pb.handlers[0].name, "h");
     }
 
+    fn steps(text: &str) -> Vec<Step> {
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        pb.plays.into_iter().flat_map(|p| p.steps).collect()
+    }
+
+    #[test]
+    fn arguments_mean_what_they_mean_to_ansible() {
+        let s = steps(
+            "- hosts: all\n  gather_facts: no\n  tasks:\n    - file: path=/x mode=0755\n    - file: {path: /y, mode: 644}\n    - command: echo \"a b\" '$HOME' chdir=/tmp\n    - fail: msg=stop\n    - apt: name=a,b state=installed\n    - fetch: src=/etc/hosts dest=/out\n    - blockinfile: path=/z block=x\n    - ping:\n",
+        );
+        let src: Vec<String> = s.iter().map(|s| s.action.source()).collect();
+        assert_eq!(
+            src,
+            [
+                r#"file: {"path":"/x","mode":"0755"}"#,
+                // Decimal 644, as Ansible applies it.
+                r#"file: {"path":"/y","mode":"1204"}"#,
+                "echo 'a b' '$HOME'",
+                r#"assert: {"that":["false"],"fail_msg":"stop"}"#,
+                r#"package: {"name":["a","b"],"state":"present"}"#,
+                r#"fetch: {"src":"/etc/hosts","dest":"/out/{{ inventory_hostname }}/etc/hosts"}"#,
+                r##"block: {"path":"/z","block":"x","marker":"# {mark} ANSIBLE MANAGED BLOCK","state":"present","create":false}"##,
+                "true",
+            ]
+        );
+        assert_eq!(s[2].def.chdir.as_deref(), Some("/tmp"));
+        assert_eq!(s[2].name, "command");
+        assert_eq!(s[7].def.changed_when, Some(crate::playbook::Condition::Bool(false)));
+    }
+
     #[test]
     fn every_problem_of_the_file_is_reported() {
         let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - user: name=x\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";

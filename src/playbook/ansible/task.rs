@@ -390,6 +390,10 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         def.entry(k).or_insert(v);
     }
     def.insert(kind.to_string(), t.args);
+    // Ansible shows an unnamed task by its module, as written.
+    if !handler {
+        def.entry("name").or_insert_with(|| json!(mk.name));
+    }
     if f.p.count() != before {
         return None;
     }
