@@ -379,11 +379,16 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
     let mut out = Map::new();
     let kind: &'static str = match name {
         "command" | "shell" => {
-            let guard_keys: &[&str] = &["chdir", "creates", "removes", "stdin", "executable", "cmd", "argv"];
+            // The only `k=v` words Ansible takes out of a command line (splitter.py's parse_kv
+            // with check_raw); any other stays part of the command.
+            let guard_keys: &[&str] = &["creates", "removes", "chdir", "executable", "warn", "stdin"];
             let mut a = Args::new(p, name, node, extra, Some(guard_keys));
-            for k in ["chdir", "creates", "removes", "stdin"] {
+            for k in ["chdir", "creates", "removes"] {
                 put(&mut fields, k, a.text(&[k]));
             }
+            // Ansible ends stdin with a newline (stdin_add_newline, default true).
+            put(&mut fields, "stdin", a.text(&["stdin"]).map(|s| format!("{s}\n")));
+            a.default_only("stdin_add_newline", json!(true), "copctl's stdin is given with its newline");
             let cmd = a.text(&["cmd"]);
             let argv = a.value(&["argv"]);
             let raw = a.take_raw();
@@ -485,8 +490,8 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
                     }
                     _ => a.p.add_len(src.line, src.column, 3, format!("{name}: src must be text"), "here", None),
                 }
-            } else if name == "template" {
-                a.missing("src");
+            } else if name == "template" || !out.contains_key("content") {
+                a.missing(if name == "template" { "src" } else { "src or content" });
             }
             match &dest {
                 Some(d) if d.ends_with('/') => {
