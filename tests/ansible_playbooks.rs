@@ -41,8 +41,15 @@ type Recap = BTreeMap<String, [u64; 5]>;
 /// ansible-playbook's PLAY RECAP as host → [ok, changed, failed, skipped, ignored] (ok counts
 /// changed tasks too, as Ansible's does).
 fn ansible_run(site: &Site, playbook: &str) -> Recap {
+    ansible_run_with(site, &[playbook])
+}
+
+/// ansible-playbook with more arguments (`--tags`).
+fn ansible_run_with(site: &Site, args: &[&str]) -> Recap {
+    let playbook = args[0];
     let out = ansible_cmd("ansible-playbook")
-        .args(["-i", "inventory.ini", playbook])
+        .args(["-i", "inventory.ini"])
+        .args(args)
         .current_dir(site.dir())
         .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
         .env("HOME", site.path("home"))
@@ -71,7 +78,11 @@ fn ansible_run(site: &Site, playbook: &str) -> Recap {
 
 /// copctl's recap in the same terms.
 fn copctl_run(site: &Site, playbook: &str) -> Recap {
-    let ran = site.run_json(&[playbook], 0);
+    copctl_run_with(site, &[playbook])
+}
+
+fn copctl_run_with(site: &Site, args: &[&str]) -> Recap {
+    let ran = site.run_json(args, 0);
     ran.recap()
         .iter()
         .map(|(h, r)| {
@@ -146,6 +157,23 @@ fn facts_are_what_ansible_gathers() {
 #[test]
 fn play_and_task_structure_ends_as_ansible_leaves_it() {
     same_as_ansible("structure.yml");
+}
+
+#[test]
+fn line_and_block_edits_end_as_ansible_leaves_them() {
+    same_as_ansible("edits.yml");
+}
+
+#[test]
+fn tags_select_what_ansible_selects() {
+    let (theirs, ours) = (site(1), site(1));
+    let args = ["edits.yml", "--tags", "base,templates"];
+    let (a, b) = (ansible_run_with(&theirs, &args), copctl_run_with(&ours, &args));
+    eprintln!("edits.yml --tags base,templates: ansible {a:?} copctl {b:?}");
+    let (sa, sb) = (state(&theirs, 1), state(&ours, 1));
+    assert_eq!(diff(&sa, &sb), "", "edits.yml --tags: the hosts' files differ");
+    assert!(sb.contains_key("lab-1:/opt/app/trim.conf") && !sb.contains_key("lab-1:/opt/app/created.conf"));
+    assert_eq!(a, b, "edits.yml --tags: recap counts differ");
 }
 
 /// A known difference, pinned so that it is seen when it changes: an ignored failure counts as
