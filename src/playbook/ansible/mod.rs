@@ -65,6 +65,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "name",
     "hosts",
     "vars",
+    "vars_files",
     "tasks",
     "pre_tasks",
     "post_tasks",
@@ -81,7 +82,6 @@ const PLAY_KEYWORDS: &[&str] = &[
 /// Ansible play keywords not translated yet.
 const PLAY_NOT_YET: &[&str] = &[
     "roles",
-    "vars_files",
     "vars_prompt",
     "become_method",
     "become_flags",
@@ -234,6 +234,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             Value::Null => {}
             _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
         }
+    }
+    if let Some((_, v)) = get("vars_files") {
+        vars_files(f, v, &mut vars);
     }
     let flag = |f: &mut Front, key: &str| -> Option<bool> {
         let (k, v) = get(key)?;
@@ -393,6 +396,57 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         plays.push(p);
     }
     Some((plays, handlers))
+}
+
+/// `vars_files`: YAML mappings beside the playbook, read when it is loaded, each overriding the
+/// play's `vars` and the files before it (Ansible's precedence).
+fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
+    let items: Vec<&Node> = match &v.kind {
+        Kind::Seq(s) => s.iter().collect(),
+        _ => vec![v],
+    };
+    for item in items {
+        let Some(rel) = item.as_str() else {
+            let m = format!(
+                "vars_files: each entry is a file name, not {} (a list of candidates is not supported yet)",
+                item.what()
+            );
+            f.p.add(item.line, item.column, m, "here", None);
+            continue;
+        };
+        if rel.contains("{{") {
+            f.p.add(
+                item.line,
+                item.column,
+                format!("vars_files: a templated path ('{rel}') is not supported yet"),
+                "here",
+                None,
+            );
+            continue;
+        }
+        let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { f.dir.join(rel) };
+        let source = match crate::error::read_source(&path) {
+            Ok(s) => s,
+            Err(_) => {
+                f.p.add(item.line, item.column, format!("vars_files: {} not found", path.display()), "here", None);
+                continue;
+            }
+        };
+        if source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
+            f.p.add(
+                item.line,
+                item.column,
+                format!("vars_files: {rel} is vault-encrypted, which is not supported here yet"),
+                "here",
+                Some("put the variables in group_vars/ (vaulted files are read there)".into()),
+            );
+            continue;
+        }
+        match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
+            Ok(m) => vars.extend(m.unwrap_or_default()),
+            Err(e) => f.p.errors.push(e),
+        }
+    }
 }
 
 /// The tasks of a section (`tasks:` and the like): a list, or nothing.
