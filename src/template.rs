@@ -508,6 +508,23 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
+    // item), as its `items` lookup does. Used by the Ansible front-end's loops.
+    env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
+        use minijinja::value::ValueKind;
+        if v.kind() == ValueKind::String {
+            return Ok(Value::from(vec![v]));
+        }
+        let mut out = Vec::new();
+        for item in v.try_iter()? {
+            if item.kind() == ValueKind::Seq {
+                out.extend(item.try_iter()?);
+            } else {
+                out.push(item);
+            }
+        }
+        Ok(Value::from(out))
+    });
     // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
     env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: settings kept out of cleartext

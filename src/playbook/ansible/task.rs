@@ -421,8 +421,8 @@ fn structure_name(key: &str) -> String {
     }
 }
 
-/// `with_items`: `loop` over the list flattened one level, as Ansible does; a templated list
-/// cannot be flattened when the playbook is loaded.
+/// `with_items`: `loop` over the list flattened one level, as Ansible does: a literal list when
+/// the playbook is loaded, a templated one when the loop runs.
 fn with_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     match v.to_value() {
         Value::Array(items) => {
@@ -435,11 +435,18 @@ fn with_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
             }
             Some(Value::Array(out))
         }
+        // One expression: flattened when the loop runs.
+        Value::String(s)
+            if s.trim().starts_with("{{") && s.trim().ends_with("}}") && s.trim().matches("{{").count() == 1 =>
+        {
+            let expr = s.trim().trim_start_matches("{{").trim_end_matches("}}").trim();
+            Some(Value::String(format!("{{{{ ({expr}) | with_items_flatten }}}}")))
+        }
         _ => {
             f.p.add_key(
                 k,
-                "with_items over a templated list is not supported yet (Ansible flattens it one level)".into(),
-                Some("write loop: instead (the same unless the list holds lists)".into()),
+                "with_items: a list, or one {{ expression }} giving a list".into(),
+                Some("write loop: instead".into()),
             );
             None
         }
