@@ -61,9 +61,12 @@ pub fn unquote(s: &str) -> String {
 
 /// `k=v` words as arguments (only the names in `only`, when given: what `command` and `shell`
 /// take from their line) and the other words, joined, as the raw parameters.
+///
+/// The raw parameters are the text itself less the `k=v` words taken out, so that a multi-line
+/// `shell: |` keeps its lines and spacing.
 pub fn parse_kv(text: &str, only: Option<&[&str]>) -> (Vec<(String, String)>, String) {
     let mut kv = Vec::new();
-    let mut raw = Vec::new();
+    let mut taken = Vec::new();
     for w in split_args(text) {
         if let Some((k, v)) = w.split_once('=')
             && !k.is_empty()
@@ -71,11 +74,17 @@ pub fn parse_kv(text: &str, only: Option<&[&str]>) -> (Vec<(String, String)>, St
             && only.is_none_or(|o| o.contains(&k))
         {
             kv.push((k.to_string(), unquote(v)));
-            continue;
+            taken.push(w);
         }
-        raw.push(w);
     }
-    (kv, raw.join(" "))
+    let mut raw = text.to_string();
+    for w in taken.iter().rev() {
+        if let Some(i) = raw.rfind(w.as_str()) {
+            let start = raw[..i].trim_end_matches([' ', '\t']).len();
+            raw.replace_range(start..i + w.len(), "");
+        }
+    }
+    (kv, raw.trim().to_string())
 }
 
 #[cfg(test)]
@@ -93,5 +102,7 @@ mod tests {
         assert_eq!(raw, "make install");
         let (kv, raw) = parse_kv("echo a=b", Some(&["chdir"]));
         assert_eq!((kv.len(), raw.as_str()), (0, "echo a=b"));
+        let (kv, raw) = parse_kv("set -e\necho  'a  b'\nmake creates=/x\n", Some(&["creates"]));
+        assert_eq!((kv.len(), raw.as_str()), (1, "set -e\necho  'a  b'\nmake"));
     }
 }
