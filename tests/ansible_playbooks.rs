@@ -221,6 +221,17 @@ playbook node-setup
         .run();
 }
 
+#[test]
+fn an_ansible_playbook_among_the_sites_playbooks_runs_by_its_name() {
+    Test::new()
+        .inventory("[web]\nw1\n")
+        .playbook("mine", "# kept with the site's copctl playbooks\n- hosts: web\n  gather_facts: false\n  tasks:\n    - ping:\n")
+        .args(["plan", "mine"])
+        .stdout("playbook mine\n  play web (hosts: web)\n    batch 1/1\n      w1\n        - [command] ping  (read-only)\n1 tasks; hosts that may change: none\n")
+        .stderr("")
+        .run();
+}
+
 fn refused(playbook: &str, stderr: &str) {
     Test::new()
         .inventory("[web]\nw1\n")

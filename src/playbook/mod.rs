@@ -208,7 +208,12 @@ impl PlaybookSource {
             for ext in ["yaml", "yml"] {
                 let p = dir.join(format!("{name}.{ext}"));
                 if p.is_file() {
-                    return Playbook::parse_with(name, crate::error::read_source(&p)?, &|p| self.step_list(None, p));
+                    let source = crate::error::read_source(&p)?;
+                    // A site's Ansible playbook kept among its copctl ones runs by its name too.
+                    if ansible::is_list_of_plays(&source.text) {
+                        return ansible::parse(name, source, dir);
+                    }
+                    return Playbook::parse_with(name, source, &|p| self.step_list(None, p));
                 }
             }
         }

@@ -813,6 +813,7 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             a.finish(&[]);
             // One round trip that changes nothing, reported ok as Ansible's ping is.
             fields.insert("changed_when".into(), json!(false));
+            fields.insert("read_only".into(), json!(true));
             return Some(Translated { kind: Some("command"), args: json!(["true"]), fields });
         }
         "setup" => {
