@@ -308,12 +308,21 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         }
     }
     let facts = if gather { Some(facts_step(f, node)?) } else { None };
+    // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
+    // parts of one that `meta: flush_handlers` separates (its key, for messages).
     let mut sections: Vec<(&str, Vec<Step>, bool)> = Vec::new();
     for sec in ["pre_tasks", "tasks", "post_tasks"] {
         let Some((_, v)) = get(sec) else { continue };
         let mut steps = Vec::new();
         let mut notifies = false;
         for t in section(f, sec, v) {
+            if is_flush_handlers(f, t) {
+                if !steps.is_empty() {
+                    sections.push((sec, std::mem::take(&mut steps), notifies));
+                }
+                notifies = false;
+                continue;
+            }
             let Some(s) = task::task(f, t, false) else { continue };
             for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
                 notifies = true;
@@ -343,9 +352,11 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         if let Some((k, _)) = get(sec) {
             f.p.add_key(
                 k,
-                format!("handlers notified in {sec} of a play with serial batches are not supported yet"),
+                format!(
+                    "handlers notified in {sec} before more tasks (another section or after meta: flush_handlers), in a play with serial batches, are not supported yet"
+                ),
                 Some(
-                    "Ansible runs them before the next section of each batch: notify from the play's last section only"
+                    "Ansible runs them before the next tasks of each batch: notify from the play's last tasks only"
                         .into(),
                 ),
             );
@@ -383,6 +394,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     if split {
         let mut facts = facts;
         for (sec, steps, _) in sections {
+            // unique() numbers a second chunk of the same section.
             let wanted = if sec == "tasks" { base.clone() } else { format!("{base} ({sec})") };
             let mut p = template.clone();
             p.name = unique(wanted, earlier, &plays);
@@ -396,6 +408,31 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         plays.push(p);
     }
     Some((plays, handlers))
+}
+
+/// Whether a task is `meta: flush_handlers` (a boundary, not a step); one with other keywords
+/// than `name` is a problem, as Ansible ignores them.
+fn is_flush_handlers(f: &mut Front, t: &Node) -> bool {
+    let Some(m) = t.as_map() else { return false };
+    let Some((_, v)) =
+        m.iter().find(|(k, _)| matches!(k.name.as_str(), "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
+    else {
+        return false;
+    };
+    if v.as_str().map(str::trim) != Some("flush_handlers") {
+        return false;
+    }
+    for (k, _) in m
+        .iter()
+        .filter(|(k, _)| !matches!(k.name.as_str(), "name" | "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
+    {
+        f.p.add_key(
+            k,
+            format!("meta: flush_handlers takes no '{}'", k.name),
+            Some("Ansible ignores it there; remove it".into()),
+        );
+    }
+    true
 }
 
 /// `vars_files`: YAML mappings beside the playbook, read when it is loaded, each overriding the

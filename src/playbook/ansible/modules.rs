@@ -826,11 +826,7 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             if what == "noop" {
                 return Some(Translated { kind: None, args: Value::Null, fields });
             }
-            let help = if what == "flush_handlers" {
-                "copctl runs the notified handlers at the end of the play (of each serial batch)"
-            } else {
-                "copctl runs meta: noop only"
-            };
+            let help = "copctl runs meta: noop and meta: flush_handlers only";
             p.add(node.line, node.column, format!("meta: {what} is not supported yet"), "here", Some(help.into()));
             return None;
         }
