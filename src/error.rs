@@ -53,6 +53,14 @@ pub enum Error {
         help: Option<String>,
         kind: ErrorKind,
     },
+    /// Several errors found together, each with its location (every unsupported item of an
+    /// Ansible playbook): all are shown, after a line counting them.
+    #[error("{message}")]
+    Many {
+        message: String,
+        #[related]
+        errors: Vec<Error>,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -119,6 +127,10 @@ impl Error {
         Error::Plain { message: message.into(), help: None, kind: ErrorKind::Other }
     }
 
+    pub fn many(message: impl Into<String>, errors: Vec<Error>) -> Self {
+        Error::Many { message: message.into(), errors }
+    }
+
     pub fn with_help(message: impl Into<String>, help: impl Into<String>) -> Self {
         Error::Plain { message: message.into(), help: Some(help.into()), kind: ErrorKind::Other }
     }
@@ -128,6 +140,10 @@ impl Error {
         let help = match &mut self {
             Error::Plain { help, .. } => help,
             Error::Located(e) => &mut e.help,
+            Error::Many { errors, .. } => {
+                *errors = std::mem::take(errors).into_iter().map(|e| e.with_extra_help(more)).collect();
+                return self;
+            }
         };
         *help = Some(match help.take() {
             Some(h) => format!("{h}; {more}"),
@@ -141,6 +157,7 @@ impl Error {
         match &mut self {
             Error::Located(e) => e.kind = new,
             Error::Plain { kind, .. } => *kind = new,
+            Error::Many { .. } => {}
         }
         self
     }
@@ -149,15 +166,22 @@ impl Error {
         match self {
             Error::Located(e) => e.kind,
             Error::Plain { kind, .. } => *kind,
+            Error::Many { .. } => ErrorKind::Other,
         }
     }
 
     /// The same error without the quoted lines of its source (file, line, column, message and
     /// help stay): for errors in decrypted vault text, whose lines are secrets.
     pub fn without_snippet(mut self) -> Self {
-        if let Error::Located(e) = &mut self {
-            e.source_code = None;
-            e.span = None;
+        match &mut self {
+            Error::Located(e) => {
+                e.source_code = None;
+                e.span = None;
+            }
+            Error::Many { errors, .. } => {
+                *errors = std::mem::take(errors).into_iter().map(Error::without_snippet).collect();
+            }
+            Error::Plain { .. } => {}
         }
         self
     }
@@ -167,6 +191,7 @@ impl Error {
         match self {
             Error::Located(e) => Some((e.file.clone(), e.line)),
             Error::Plain { .. } => None,
+            Error::Many { errors, .. } => errors.first().and_then(Error::location),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
@@ -70,6 +70,10 @@ impl std::fmt::Debug for Templates {
 fn load_template(override_dir: &Option<PathBuf>, name: &str) -> Option<String> {
     if name.split('/').any(|c| c == "..") {
         return None;
+    }
+    // An Ansible playbook's templates are resolved beside it when it is loaded (absolute).
+    if Path::new(name).is_absolute() {
+        return std::fs::read_to_string(name).ok();
     }
     if let Some(dir) = override_dir
         && let Ok(text) = std::fs::read_to_string(dir.join(name))
@@ -504,6 +508,23 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
+    // item), as its `items` lookup does. Used by the Ansible front-end's loops.
+    env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
+        use minijinja::value::ValueKind;
+        if v.kind() == ValueKind::String {
+            return Ok(Value::from(vec![v]));
+        }
+        let mut out = Vec::new();
+        for item in v.try_iter()? {
+            if item.kind() == ValueKind::Seq {
+                out.extend(item.try_iter()?);
+            } else {
+                out.push(item);
+            }
+        }
+        Ok(Value::from(out))
+    });
     // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
     env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: settings kept out of cleartext

@@ -31,6 +31,9 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
                 out.insert(k.clone(), if v.is_string() { json!("") } else { v.clone() });
             }
         }
+        if let Action::Setup(_) = &s.action {
+            out.extend(crate::steps::setup::placeholder_vars());
+        }
     }
     out
 }

@@ -433,6 +433,9 @@ impl Builder<'_> {
                 if let Action::SetFact(m) = &s.action {
                     v.extend(m.keys().cloned());
                 }
+                if let Action::Setup(_) = &s.action {
+                    v.extend(crate::steps::setup::placeholder_vars().keys().cloned());
+                }
                 v
             })
             .collect();

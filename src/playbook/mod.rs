@@ -3,6 +3,7 @@
 //! Layering: above `steps` (a step's action is one of its kinds, with that kind's arguments),
 //! below `plan` and `run`; it never imports either.
 
+pub mod ansible;
 pub mod step;
 
 use std::path::{Path, PathBuf};
@@ -171,15 +172,20 @@ impl PlaybookSource {
             let builtin = self.manual_alias(&stem);
             if as_path.is_file() {
                 let source = crate::error::read_source(as_path)?;
-                let ansible_like = source.text.trim_start().starts_with('-');
+                let ansible_like = ansible::is_list_of_plays(&source.text);
                 let dir = as_path.parent().map(Path::to_path_buf).unwrap_or_default();
-                return Playbook::parse_with(&stem, source, &|p| self.step_list(Some(&dir), p)).map_err(|e| match &builtin {
-                    // The operator's old Ansible playbook, given by the name the manual uses.
-                    Some(b) if ansible_like => e.with_extra_help(&format!(
-                        "this is an Ansible playbook (a list of plays); copctl's own version of it is the built-in playbook '{b}': copctl run {b}"
-                    )),
-                    _ => e,
-                });
+                if ansible_like {
+                    // An Ansible playbook (a list of plays): run as the operator gave it, through
+                    // the front-end; one the manual names has a built-in version, said once.
+                    if let Some(b) = &builtin {
+                        eprintln!(
+                            "note: {name} is an Ansible playbook, run as written; copctl's own version of it is the built-in playbook '{b}': copctl run {b}"
+                        );
+                    }
+                    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+                    return ansible::parse(&stem, source, &dir);
+                }
+                return Playbook::parse_with(&stem, source, &|p| self.step_list(Some(&dir), p));
             }
             return match builtin {
                 Some(b) => {
@@ -202,7 +208,12 @@ impl PlaybookSource {
             for ext in ["yaml", "yml"] {
                 let p = dir.join(format!("{name}.{ext}"));
                 if p.is_file() {
-                    return Playbook::parse_with(name, crate::error::read_source(&p)?, &|p| self.step_list(None, p));
+                    let source = crate::error::read_source(&p)?;
+                    // A site's Ansible playbook kept among its copctl ones runs by its name too.
+                    if ansible::is_list_of_plays(&source.text) {
+                        return ansible::parse(name, source, dir);
+                    }
+                    return Playbook::parse_with(name, source, &|p| self.step_list(None, p));
                 }
             }
         }

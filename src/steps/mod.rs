@@ -55,6 +55,7 @@ macro_rules! kinds {
             assert: Assert(AssertArgs),
             debug: Debug(DebugArgs),
             set_fact: SetFact(SetFactArgs),
+            setup: Setup(SetupArgs),
         }
     };
 }

@@ -1,0 +1,615 @@
+//! The Ansible front-end: an Ansible playbook (a YAML list of plays) translated into copctl's own
+//! playbook model, so that it runs on the same engine with the same plan, `--limit` boundary and
+//! recap. Only what has a native equivalent with the same semantics is translated; anything else
+//! (a module, keyword, argument or value) is a problem reported at its file:line:column, and the
+//! whole file is read before any is reported, so that `copctl validate` lists every one at once.
+//!
+//! Files: node.rs the located YAML tree, split.rs Ansible's `k=v` argument lines, task.rs the task
+//! keywords, modules.rs the module table. Facts (`gather_facts`) are the native `setup` kind.
+
+mod modules;
+mod node;
+mod split;
+mod task;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{Batch, Play, Playbook, Step, StepDef, parse_percent};
+use crate::error::{Error, Result, Source};
+use node::{Key, Kind, Node};
+
+/// Problems found so far in one file.
+pub(crate) struct Problems<'s> {
+    source: &'s Source,
+    errors: Vec<Error>,
+}
+
+impl<'s> Problems<'s> {
+    fn add(&mut self, line: usize, column: usize, message: String, label: &str, help: Option<String>) {
+        self.errors.push(self.source.error_at(line.max(1), column.max(1), 0, message, label, help));
+    }
+
+    fn add_len(&mut self, line: usize, column: usize, len: usize, message: String, label: &str, help: Option<String>) {
+        self.errors.push(self.source.error_at(line.max(1), column.max(1), len.max(1), message, label, help));
+    }
+
+    /// A problem with a key, underlining it.
+    fn add_key(&mut self, k: &Key, message: String, help: Option<String>) {
+        self.add_len(k.line, k.column, k.name.len(), message, "here", help);
+    }
+
+    fn count(&self) -> usize {
+        self.errors.len()
+    }
+}
+
+/// What the translation of one file carries along.
+pub(crate) struct Front<'s> {
+    p: Problems<'s>,
+    /// The playbook's directory: copy and template sources are found there.
+    dir: PathBuf,
+}
+
+/// Names in `candidates` close to `name`, best first.
+fn closest<'a>(name: &str, candidates: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<(f64, &str)> =
+        candidates.iter().map(|c| (strsim::jaro_winkler(name, c), *c)).filter(|(s, _)| *s > 0.8).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// Play keywords copctl translates.
+const PLAY_KEYWORDS: &[&str] = &[
+    "name",
+    "hosts",
+    "vars",
+    "vars_files",
+    "tasks",
+    "pre_tasks",
+    "post_tasks",
+    "handlers",
+    "serial",
+    "max_fail_percentage",
+    "any_errors_fatal",
+    "become",
+    "become_user",
+    "gather_facts",
+    "tags",
+];
+
+/// Ansible play keywords not translated yet.
+const PLAY_NOT_YET: &[&str] = &[
+    "roles",
+    "vars_prompt",
+    "become_method",
+    "become_flags",
+    "remote_user",
+    "strategy",
+    "connection",
+    "environment",
+    "ignore_errors",
+    "ignore_unreachable",
+    "order",
+    "throttle",
+    "collections",
+    "module_defaults",
+    "check_mode",
+    "diff",
+    "force_handlers",
+    "port",
+    "no_log",
+    "run_once",
+    "debugger",
+    "gather_subset",
+    "gather_timeout",
+    "fact_path",
+    "timeout",
+    "when",
+];
+
+/// Whether `text` is a YAML list (an Ansible playbook), not a mapping (a native one): its first
+/// line that is not blank, a comment or a document marker starts a list entry.
+pub fn is_list_of_plays(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && *l != "---" && !l.starts_with("%"))
+        .is_some_and(|l| l == "-" || l.starts_with("- "))
+}
+
+/// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
+/// problem of the file is reported together.
+pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
+    let root: Node = crate::yaml::parse_ansible(&source)?;
+    let mut f = Front { p: Problems { source: &source, errors: Vec::new() }, dir: dir.to_path_buf() };
+    let mut plays: Vec<Play> = Vec::new();
+    let mut handlers: Vec<Step> = Vec::new();
+    match root.as_seq() {
+        Some(items) if !items.is_empty() => {
+            for item in items {
+                if let Some((ps, hs)) = play(&mut f, item, &plays, &handlers) {
+                    plays.extend(ps);
+                    handlers.extend(hs);
+                }
+            }
+        }
+        _ => f.p.add(
+            root.line,
+            root.column,
+            "an Ansible playbook is a list of plays".into(),
+            "not a list of plays",
+            Some("each play is `- hosts: PATTERN` with its tasks".into()),
+        ),
+    }
+    let Front { p: Problems { errors, .. }, .. } = f;
+    match errors.len() {
+        0 => {}
+        1 => return Err(errors.into_iter().next().expect("one")),
+        n => {
+            return Err(Error::many(
+                format!("{}: {n} problems: copctl cannot run this playbook as written", source.name),
+                errors,
+            ));
+        }
+    }
+    Ok(Playbook {
+        name: name.to_string(),
+        source,
+        description: None,
+        vars: Default::default(),
+        require: vec![],
+        requires_groups: vec![],
+        plays,
+        handlers,
+    })
+}
+
+/// One play (several native plays where its handlers must run between sections) and its
+/// handlers.
+fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step]) -> Option<(Vec<Play>, Vec<Step>)> {
+    let Some(map) = node.as_map() else {
+        f.p.add(node.line, node.column, format!("a play is a mapping, not {}", node.what()), "here", None);
+        return None;
+    };
+    let before = f.p.count();
+    let get = |k: &str| map.iter().find(|(key, _)| key.name == k);
+    if let Some((k, _)) = get("import_playbook").or_else(|| get("include_playbook")) {
+        f.p.add_key(
+            k,
+            format!("{} is not supported yet", k.name),
+            Some("run the playbooks one after the other: copctl run a.yml b.yml".into()),
+        );
+        return None;
+    }
+    for (k, _) in map {
+        let n = k.name.as_str();
+        if PLAY_KEYWORDS.contains(&n) {
+            continue;
+        }
+        if PLAY_NOT_YET.contains(&n) {
+            let what = if n == "roles" { "roles are".to_string() } else { format!("play keyword '{n}' is") };
+            f.p.add_key(k, format!("{what} not supported yet"), None);
+        } else {
+            let close = closest(n, PLAY_KEYWORDS);
+            let help = if close.is_empty() {
+                format!("play keywords copctl knows: {}", PLAY_KEYWORDS.join(", "))
+            } else {
+                format!("did you mean {}?", close.join(", "))
+            };
+            f.p.add_key(k, format!("unknown play keyword '{n}'"), Some(help));
+        }
+    }
+    let hosts = match get("hosts") {
+        None => {
+            f.p.add(
+                node.line,
+                node.column,
+                "a play needs hosts".into(),
+                "this play",
+                Some("add hosts: PATTERN".into()),
+            );
+            String::new()
+        }
+        Some((k, v)) => match &v.kind {
+            Kind::Scalar(Value::String(s)) => s.clone(),
+            Kind::Seq(items) if items.iter().all(|i| i.as_str().is_some()) => {
+                items.iter().filter_map(Node::as_str).collect::<Vec<_>>().join(",")
+            }
+            _ => {
+                f.p.add_key(k, format!("hosts: a pattern or a list of them, not {}", v.what()), None);
+                String::new()
+            }
+        },
+    };
+    // Ansible names an unnamed play after its hosts; the engine's play names are unique.
+    let base = match get("name").map(|(_, v)| v) {
+        Some(v) => v.as_str().map(str::to_string).unwrap_or_else(|| v.to_value().to_string()),
+        None => hosts.clone(),
+    };
+    let mut vars = crate::inventory::Vars::new();
+    if let Some((k, v)) = get("vars") {
+        match v.to_value() {
+            Value::Object(m) => vars.extend(m),
+            Value::Null => {}
+            _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
+        }
+    }
+    if let Some((_, v)) = get("vars_files") {
+        vars_files(f, v, &mut vars);
+    }
+    let flag = |f: &mut Front, key: &str| -> Option<bool> {
+        let (k, v) = get(key)?;
+        match &v.kind {
+            Kind::Scalar(Value::Bool(b)) => Some(*b),
+            _ => {
+                f.p.add_key(k, format!("{key}: must be a literal boolean, not {}", v.what()), None);
+                None
+            }
+        }
+    };
+    let r#become = flag(f, "become");
+    let any_errors_fatal = flag(f, "any_errors_fatal").unwrap_or(false);
+    let gather = flag(f, "gather_facts").unwrap_or(true);
+    if let Some((k, v)) = get("become_user")
+        && v.as_str() != Some("root")
+    {
+        f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
+    }
+    let tags = match get("tags") {
+        None => vec![],
+        Some((k, v)) => match v.to_value() {
+            Value::String(s) => s.split(',').map(|x| x.trim().to_string()).collect(),
+            Value::Array(a) if a.iter().all(Value::is_string) => {
+                a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()
+            }
+            _ => {
+                f.p.add_key(k, "tags: a name or a list of names".into(), None);
+                vec![]
+            }
+        },
+    };
+    let (serial, serial_templates) = match get("serial") {
+        None => (vec![], vec![]),
+        Some((k, v)) => serial(f, k, v),
+    };
+    let max_fail = match get("max_fail_percentage") {
+        None => None,
+        Some((k, v)) => match v.to_value() {
+            Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=100.0).contains(&x)) => {
+                n.as_f64().map(Batch::Percent)
+            }
+            Value::String(s) if s.trim().parse::<f64>().is_ok_and(|x| (0.0..=100.0).contains(&x)) => {
+                s.trim().parse().ok().map(Batch::Percent)
+            }
+            _ => {
+                f.p.add_key(k, "max_fail_percentage: a number from 0 to 100".into(), None);
+                None
+            }
+        },
+    };
+    // Handlers first: tasks name them.
+    let mut handlers = Vec::new();
+    if let Some((_, v)) = get("handlers") {
+        for h in section(f, "handlers", v) {
+            if let Some(s) = task::task(f, h, true) {
+                if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
+                    f.p.add(
+                        h.line,
+                        h.column,
+                        format!("a handler named '{}' is already defined", s.name),
+                        "duplicate",
+                        Some("copctl's handlers are named across the playbook: make the names unique".into()),
+                    );
+                    continue;
+                }
+                handlers.push(s);
+            }
+        }
+    }
+    let facts = if gather { Some(facts_step(f, node)?) } else { None };
+    // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
+    // parts of one that `meta: flush_handlers` separates (its key, for messages).
+    let mut sections: Vec<(&str, Vec<Step>, bool)> = Vec::new();
+    for sec in ["pre_tasks", "tasks", "post_tasks"] {
+        let Some((_, v)) = get(sec) else { continue };
+        let mut steps = Vec::new();
+        let mut notifies = false;
+        for t in section(f, sec, v) {
+            if is_flush_handlers(f, t) {
+                if !steps.is_empty() {
+                    sections.push((sec, std::mem::take(&mut steps), notifies));
+                }
+                notifies = false;
+                continue;
+            }
+            let Some(s) = task::task(f, t, false) else { continue };
+            for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
+                notifies = true;
+                if !handlers.iter().any(|h| h.name == n) {
+                    f.p.add(
+                        t.line,
+                        t.column,
+                        format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
+                        "unknown handler",
+                        Some("add it under the play's handlers: or fix the name".into()),
+                    );
+                }
+            }
+            steps.push(s);
+        }
+        if !steps.is_empty() {
+            sections.push((sec, steps, notifies));
+        }
+    }
+    // Ansible runs the notified handlers after each of pre_tasks, tasks and post_tasks; copctl
+    // at the end of a play (of each serial batch). A section that notifies and is not the last
+    // is then a play of its own: the same order, as long as the play has no serial batches
+    // (Ansible runs all sections batch by batch).
+    let split = sections.iter().rev().skip(1).any(|(_, _, n)| *n);
+    if split && !serial.is_empty() {
+        let (sec, ..) = sections.iter().rev().skip(1).find(|(_, _, n)| *n).expect("a notifying section");
+        if let Some((k, _)) = get(sec) {
+            f.p.add_key(
+                k,
+                format!(
+                    "handlers notified in {sec} before more tasks (another section or after meta: flush_handlers), in a play with serial batches, are not supported yet"
+                ),
+                Some(
+                    "Ansible runs them before the next tasks of each batch: notify from the play's last tasks only"
+                        .into(),
+                ),
+            );
+        }
+    }
+    if f.p.count() != before {
+        return None;
+    }
+    let template = Play {
+        name: String::new(),
+        hosts,
+        needs: None,
+        serial,
+        serial_templates,
+        max_fail,
+        any_errors_fatal,
+        throttle: None,
+        tags,
+        when: None,
+        vars,
+        r#become,
+        steps: Vec::new(),
+        line: node.line,
+    };
+    let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
+        let mut name = wanted.clone();
+        let mut k = 2;
+        while taken.iter().chain(mine).any(|p| p.name == name) {
+            name = format!("{wanted} ({k})");
+            k += 1;
+        }
+        name
+    };
+    let mut plays: Vec<Play> = Vec::new();
+    if split {
+        let mut facts = facts;
+        for (sec, steps, _) in sections {
+            // unique() numbers a second chunk of the same section.
+            let wanted = if sec == "tasks" { base.clone() } else { format!("{base} ({sec})") };
+            let mut p = template.clone();
+            p.name = unique(wanted, earlier, &plays);
+            p.steps = facts.take().into_iter().chain(steps).collect();
+            plays.push(p);
+        }
+    } else {
+        let mut p = template;
+        p.name = unique(base, earlier, &plays);
+        p.steps = facts.into_iter().chain(sections.into_iter().flat_map(|(_, s, _)| s)).collect();
+        plays.push(p);
+    }
+    Some((plays, handlers))
+}
+
+/// Whether a task is `meta: flush_handlers` (a boundary, not a step); one with other keywords
+/// than `name` is a problem, as Ansible ignores them.
+fn is_flush_handlers(f: &mut Front, t: &Node) -> bool {
+    let Some(m) = t.as_map() else { return false };
+    let Some((_, v)) =
+        m.iter().find(|(k, _)| matches!(k.name.as_str(), "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
+    else {
+        return false;
+    };
+    if v.as_str().map(str::trim) != Some("flush_handlers") {
+        return false;
+    }
+    for (k, _) in m
+        .iter()
+        .filter(|(k, _)| !matches!(k.name.as_str(), "name" | "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
+    {
+        f.p.add_key(
+            k,
+            format!("meta: flush_handlers takes no '{}'", k.name),
+            Some("Ansible ignores it there; remove it".into()),
+        );
+    }
+    true
+}
+
+/// `vars_files`: YAML mappings beside the playbook, read when it is loaded, each overriding the
+/// play's `vars` and the files before it (Ansible's precedence).
+fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
+    let items: Vec<&Node> = match &v.kind {
+        Kind::Seq(s) => s.iter().collect(),
+        _ => vec![v],
+    };
+    for item in items {
+        let Some(rel) = item.as_str() else {
+            let m = format!(
+                "vars_files: each entry is a file name, not {} (a list of candidates is not supported yet)",
+                item.what()
+            );
+            f.p.add(item.line, item.column, m, "here", None);
+            continue;
+        };
+        if rel.contains("{{") {
+            f.p.add(
+                item.line,
+                item.column,
+                format!("vars_files: a templated path ('{rel}') is not supported yet"),
+                "here",
+                None,
+            );
+            continue;
+        }
+        let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { f.dir.join(rel) };
+        let source = match crate::error::read_source(&path) {
+            Ok(s) => s,
+            Err(_) => {
+                f.p.add(item.line, item.column, format!("vars_files: {} not found", path.display()), "here", None);
+                continue;
+            }
+        };
+        if source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
+            f.p.add(
+                item.line,
+                item.column,
+                format!("vars_files: {rel} is vault-encrypted, which is not supported here yet"),
+                "here",
+                Some("put the variables in group_vars/ (vaulted files are read there)".into()),
+            );
+            continue;
+        }
+        match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
+            Ok(m) => vars.extend(m.unwrap_or_default()),
+            Err(e) => f.p.errors.push(e),
+        }
+    }
+}
+
+/// The tasks of a section (`tasks:` and the like): a list, or nothing.
+fn section<'n>(f: &mut Front, name: &str, v: &'n Node) -> &'n [Node] {
+    match &v.kind {
+        Kind::Seq(items) => items,
+        Kind::Scalar(Value::Null) => &[],
+        _ => {
+            f.p.add(v.line, v.column, format!("{name}: a list of tasks, not {}", v.what()), "here", None);
+            &[]
+        }
+    }
+}
+
+/// `serial`: a count, a percentage, a template, or a list of those.
+fn serial(f: &mut Front, k: &Key, v: &Node) -> (Vec<Batch>, Vec<(usize, String)>) {
+    let items: Vec<Value> = match v.to_value() {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    let mut batches = Vec::new();
+    let mut templates = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            Value::Number(n) if n.as_u64().is_some_and(|x| x > 0) => {
+                batches.push(Batch::Count(n.as_u64().unwrap_or(1) as usize))
+            }
+            Value::String(s) if s.contains("{{") => {
+                templates.push((i, s));
+                batches.push(Batch::Count(1));
+            }
+            Value::String(s) => match super::parse_batch(&s).or_else(|| parse_percent(&s).map(Batch::Percent)) {
+                Some(b) => batches.push(b),
+                None => f.p.add_key(k, format!("serial: '{s}' is neither a count nor a percentage"), None),
+            },
+            other => f.p.add_key(k, format!("serial: {other} is neither a count nor a percentage"), None),
+        }
+    }
+    (batches, templates)
+}
+
+/// Ansible's fact gathering, first in a play that gathers facts: tagged `always`, as Ansible
+/// gathers facts whatever `--tags` says.
+fn facts_step(f: &mut Front, node: &Node) -> Option<Step> {
+    let def: StepDef = serde_json::from_value(json!({"name": "Gathering Facts", "tags": ["always"], "setup": {}}))
+        .expect("a valid setup step");
+    match super::validate_step(f.p.source, def, node.line, node.column, false) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            f.p.errors.push(e);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(text: &str) -> Vec<String> {
+        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent")) {
+            Ok(_) => vec![],
+            Err(Error::Many { errors, .. }) => errors.iter().map(|e| e.to_string()).collect(),
+            Err(e) => vec![e.to_string()],
+        }
+    }
+
+    #[test]
+    fn a_playbook_translates_to_native_steps() {
+        let text = "- hosts: all\n  become: true\n  tasks:\n    - name: dir\n      file: path=/x state=directory mode=0755\n    - shell: echo hi\n      register: out\n      changed_when: false\n    - ansible.builtin.command: touch /y creates=/y\n      notify: h\n  handlers:\n    - name: h\n      service: {name: x, state: restarted}\n";
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.name, "all");
+        let kinds: Vec<&str> = play.steps.iter().map(|s| s.action.kind()).collect();
+        assert_eq!(kinds, ["setup", "file", "shell", "command"]);
+        assert_eq!(play.steps[3].def.creates.as_deref(), Some("/y"));
+        assert_eq!(play.steps[3].action.source(), "touch /y");
+        assert_eq!(pb.handlers[0].name, "h");
+    }
+
+    fn steps(text: &str) -> Vec<Step> {
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        pb.plays.into_iter().flat_map(|p| p.steps).collect()
+    }
+
+    #[test]
+    fn arguments_mean_what_they_mean_to_ansible() {
+        let s = steps(
+            "- hosts: all\n  gather_facts: no\n  tasks:\n    - file: path=/x mode=0755\n    - file: {path: /y, mode: 644}\n    - command: echo \"a b\" '$HOME' chdir=/tmp\n    - fail: msg=stop\n    - apt: name=a,b state=installed\n    - fetch: src=/etc/hosts dest=/out\n    - blockinfile: path=/z block=x\n    - ping:\n",
+        );
+        let src: Vec<String> = s.iter().map(|s| s.action.source()).collect();
+        assert_eq!(
+            src,
+            [
+                r#"file: {"path":"/x","mode":"0755"}"#,
+                // Decimal 644, as Ansible applies it.
+                r#"file: {"path":"/y","mode":"1204"}"#,
+                "echo 'a b' '$HOME'",
+                r#"assert: {"that":["false"],"fail_msg":"stop"}"#,
+                r#"package: {"name":["a","b"],"state":"present"}"#,
+                r#"fetch: {"src":"/etc/hosts","dest":"/out/{{ inventory_hostname }}/etc/hosts"}"#,
+                r##"block: {"path":"/z","block":"x","marker":"# {mark} ANSIBLE MANAGED BLOCK","state":"present","create":false}"##,
+                "true",
+            ]
+        );
+        assert_eq!(s[2].def.chdir.as_deref(), Some("/tmp"));
+        assert_eq!(s[2].name, "command");
+        assert_eq!(s[7].def.changed_when, Some(crate::playbook::Condition::Bool(false)));
+        // Only Ansible's own guard words leave a command line; stdin gets its newline.
+        let s = steps("- hosts: all\n  gather_facts: no\n  tasks:\n    - command: echo cmd=x creates=/y stdin=in\n");
+        assert_eq!((s[0].action.source(), s[0].def.creates.as_deref()), ("echo cmd=x".to_string(), Some("/y")));
+        assert_eq!(s[0].def.stdin.as_deref(), Some("in\n"));
+    }
+
+    #[test]
+    fn every_problem_of_the_file_is_reported() {
+        let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - user: name=x\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
+        assert_eq!(
+            problems(text),
+            [
+                "t.yml:2:3: roles are not supported yet",
+                "t.yml:4:7: module 'user' is not supported yet",
+                "t.yml:6:7: unknown task keyword 'regster'",
+                "t.yml:7:31: copy: backup other than false is not supported",
+                "t.yml:8:7: unknown module 'frobnicate'",
+            ]
+        );
+    }
+}

@@ -1,0 +1,856 @@
+//! The module table: each Ansible module copctl runs, mapped to the native kind whose semantics
+//! match (arguments, `changed` rule, registered result), with its arguments translated one by
+//! one. An argument or value without a native equivalent is a problem reported where it is
+//! written, never dropped; so is a module that is not in the table.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::Problems;
+use super::node::{Kind, Node};
+use super::split::{parse_kv, split_args, unquote};
+
+/// Modules copctl runs (short names; `ansible.builtin.X` and `ansible.legacy.X` too).
+pub const SUPPORTED: &[&str] = &[
+    "apt",
+    "assert",
+    "authorized_key",
+    "blockinfile",
+    "command",
+    "copy",
+    "debug",
+    "dnf",
+    "fail",
+    "fetch",
+    "file",
+    "lineinfile",
+    "meta",
+    "package",
+    "ping",
+    "reboot",
+    "service",
+    "set_fact",
+    "setup",
+    "shell",
+    "systemd",
+    "systemd_service",
+    "template",
+    "wait_for",
+    "yum",
+];
+
+/// Ansible modules copctl knows of but does not run yet, with why where it is not obvious.
+pub const NOT_YET: &[(&str, &str)] = &[
+    ("raw", ""),
+    ("script", ""),
+    ("replace", ""),
+    ("stat", ""),
+    ("slurp", "Ansible's slurp returns the content base64-encoded, copctl's native slurp as text"),
+    ("get_url", ""),
+    ("uri", ""),
+    ("unarchive", ""),
+    ("sysctl", ""),
+    ("modprobe", ""),
+    ("mount", ""),
+    ("hostname", ""),
+    ("user", ""),
+    ("group", ""),
+    ("wait_for_connection", ""),
+    ("pause", ""),
+    ("git", ""),
+    ("pip", ""),
+    ("cron", ""),
+    ("find", ""),
+    ("include_vars", ""),
+    ("add_host", ""),
+    ("group_by", ""),
+    ("apt_key", ""),
+    ("apt_repository", ""),
+    ("yum_repository", ""),
+    ("rpm_key", ""),
+    ("known_hosts", ""),
+    ("service_facts", ""),
+    ("package_facts", ""),
+    ("tempfile", ""),
+    ("archive", ""),
+    ("assemble", ""),
+    ("getent", ""),
+    ("debconf", ""),
+    ("async_status", ""),
+    ("iptables", ""),
+    ("selinux", ""),
+    ("seboolean", ""),
+    ("firewalld", ""),
+    ("ufw", ""),
+    ("timezone", ""),
+];
+
+/// What a task's module becomes: a native kind with its arguments, and step fields the module's
+/// arguments set (`chdir`, `creates`, ...). `None` kind: the task does nothing (`meta: noop`).
+pub struct Translated {
+    pub kind: Option<&'static str>,
+    pub args: Value,
+    pub fields: Map<String, Value>,
+}
+
+/// The short name of a module key (`ansible.builtin.copy` → `copy`), if it is one copctl may
+/// know; `None` for another collection's module.
+pub fn short_name(key: &str) -> Option<&str> {
+    if let Some(s) = key.strip_prefix("ansible.builtin.").or_else(|| key.strip_prefix("ansible.legacy.")) {
+        return Some(s);
+    }
+    if key == "ansible.posix.authorized_key" {
+        return Some("authorized_key");
+    }
+    if key.contains('.') { None } else { Some(key) }
+}
+
+/// One argument: its value and where it is written.
+struct Arg {
+    name: String,
+    value: Value,
+    line: usize,
+    column: usize,
+}
+
+/// A module's arguments, taken one by one; what is left at the end is unsupported.
+pub struct Args<'p, 's> {
+    module: String,
+    items: Vec<Arg>,
+    /// Words of a free-form line that are no `k=v` (the command itself for command and shell).
+    raw: Option<(String, usize, usize)>,
+    p: &'p mut Problems<'s>,
+    at: (usize, usize),
+}
+
+impl<'p, 's> Args<'p, 's> {
+    /// Arguments as a mapping, a free-form line, or both (`args:` beside a line). `raw_keys`:
+    /// for command and shell, the only `k=v` words a line may carry.
+    fn new(
+        p: &'p mut Problems<'s>,
+        module: &str,
+        node: &Node,
+        extra: Option<&Node>,
+        raw_keys: Option<&[&str]>,
+    ) -> Self {
+        let mut a = Args { module: module.to_string(), items: vec![], raw: None, p, at: (node.line, node.column) };
+        for n in [Some(node), extra].into_iter().flatten() {
+            match &n.kind {
+                Kind::Map(m) => {
+                    for (k, v) in m {
+                        a.items.push(Arg { name: k.name.clone(), value: v.to_value(), line: k.line, column: k.column });
+                    }
+                }
+                Kind::Scalar(Value::Null) => {}
+                Kind::Scalar(Value::String(s)) => {
+                    let (kv, raw) = parse_kv(s, raw_keys);
+                    // Each `k=` where it is written, when the line is the node's own line.
+                    let line_text = p_source_line(a.p, n.line);
+                    for (k, v) in kv {
+                        let column = line_text
+                            .as_deref()
+                            .and_then(|t| {
+                                t.char_indices()
+                                    .skip(n.column.saturating_sub(1))
+                                    .find(|(i, _)| t[*i..].starts_with(&format!("{k}=")))
+                            })
+                            .map(|(i, _)| line_text.as_deref().unwrap_or_default()[..i].chars().count() + 1)
+                            .unwrap_or(n.column);
+                        a.items.push(Arg { name: k, value: Value::String(v), line: n.line, column });
+                    }
+                    if !raw.is_empty() {
+                        a.raw = Some((raw, n.line, n.column));
+                    }
+                }
+                Kind::Scalar(v) => a.raw = Some((v.to_string(), n.line, n.column)),
+                Kind::Seq(_) => a.p.add(
+                    n.line,
+                    n.column,
+                    format!("{module}: arguments are a mapping or a `k=v` line, not a list"),
+                    "a list",
+                    None,
+                ),
+            }
+        }
+        a
+    }
+
+    fn take(&mut self, names: &[&str]) -> Option<Arg> {
+        let i = self.items.iter().position(|a| names.contains(&a.name.as_str()))?;
+        Some(self.items.remove(i))
+    }
+
+    fn bad(&mut self, a: &Arg, msg: String, help: Option<String>) {
+        self.p.add_len(a.line, a.column, a.name.len(), msg, "this argument", help);
+    }
+
+    /// Text (numbers and booleans as written: `owner: 0`).
+    fn text(&mut self, names: &[&str]) -> Option<String> {
+        let a = self.take(names)?;
+        match &a.value {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Null => None,
+            other => {
+                let m = format!("{}: {} must be text, not {}", self.module, a.name, kind_of(other));
+                self.bad(&a, m, None);
+                None
+            }
+        }
+    }
+
+    /// A boolean as Ansible reads one (`yes`, `no`, `true`, `1`, ...), or a template left to
+    /// render.
+    fn flag(&mut self, names: &[&str]) -> Option<Value> {
+        let a = self.take(names)?;
+        match &a.value {
+            Value::Bool(b) => Some(json!(b)),
+            Value::String(s) if s.contains("{{") => Some(json!(s)),
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "yes" | "true" | "on" | "1" | "y" | "t" => Some(json!(true)),
+                "no" | "false" | "off" | "0" | "n" | "f" => Some(json!(false)),
+                _ => {
+                    let m = format!("{}: {} must be a boolean, not '{s}'", self.module, a.name);
+                    self.bad(&a, m, None);
+                    None
+                }
+            },
+            Value::Number(n) if n.as_u64() == Some(0) || n.as_u64() == Some(1) => Some(json!(n.as_u64() == Some(1))),
+            other => {
+                let m = format!("{}: {} must be a boolean, not {}", self.module, a.name, kind_of(other));
+                self.bad(&a, m, None);
+                None
+            }
+        }
+    }
+
+    /// A literal boolean (where the native argument cannot be a template).
+    fn bool_literal(&mut self, names: &[&str]) -> Option<bool> {
+        let at =
+            self.items.iter().find(|a| names.contains(&a.name.as_str())).map(|a| (a.line, a.column, a.name.clone()));
+        match self.flag(names)? {
+            Value::Bool(b) => Some(b),
+            _ => {
+                let (l, c, n) = at.unwrap_or_default();
+                self.p.add_len(
+                    l,
+                    c,
+                    n.len(),
+                    format!("{}: {n} must be a literal boolean here (a template is not supported yet)", self.module),
+                    "this argument",
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    /// A number, or a template rendering to one.
+    fn number(&mut self, names: &[&str]) -> Option<Value> {
+        let a = self.take(names)?;
+        match &a.value {
+            Value::Number(n) if n.as_u64().is_some() => Some(a.value.clone()),
+            Value::String(s) if s.contains("{{") => Some(json!(s)),
+            Value::String(s) if s.trim().parse::<u64>().is_ok() => Some(json!(s.trim().parse::<u64>().ok())),
+            other => {
+                let m = format!("{}: {} must be a whole number, not {}", self.module, a.name, kind_of(other));
+                self.bad(&a, m, None);
+                None
+            }
+        }
+    }
+
+    /// `mode:` as octal text. A YAML number is what Ansible reads it as: `0644` (YAML 1.1
+    /// octal) is 0644, `644` is decimal 644 (octal 1204), as Ansible applies it.
+    fn mode(&mut self) -> Option<String> {
+        let a = self.take(&["mode"])?;
+        match &a.value {
+            Value::Number(n) if n.as_u64().is_some() => Some(format!("{:o}", n.as_u64().unwrap_or_default())),
+            Value::String(s) => Some(s.clone()),
+            other => {
+                let m = format!("{}: mode must be octal text, not {}", self.module, kind_of(other));
+                self.bad(&a, m, None);
+                None
+            }
+        }
+    }
+
+    /// A value given as written.
+    fn value(&mut self, names: &[&str]) -> Option<Value> {
+        self.take(names).map(|a| a.value)
+    }
+
+    /// One of `allowed` (Ansible's value → the native one); anything else is a problem.
+    fn choice(&mut self, names: &[&str], allowed: &[(&str, &str)], help: &str) -> Option<String> {
+        let a = self.take(names)?;
+        let text = match &a.value {
+            Value::String(s) => s.clone(),
+            Value::Null => return None,
+            other => other.to_string(),
+        };
+        if let Some((_, native)) = allowed.iter().find(|(x, _)| *x == text) {
+            return Some(native.to_string());
+        }
+        let m = format!("{}: {} '{text}' is not supported", self.module, a.name);
+        self.bad(&a, m, Some(help.to_string()));
+        None
+    }
+
+    /// Refuses an argument unless it has Ansible's default value (`backup: no`).
+    fn default_only(&mut self, name: &str, default: Value, why: &str) {
+        let Some(a) = self.take(&[name]) else { return };
+        let same = match (&a.value, &default) {
+            (Value::String(s), Value::Bool(b)) => {
+                matches!(s.to_ascii_lowercase().as_str(), "yes" | "true" | "1") == *b
+                    && matches!(s.to_ascii_lowercase().as_str(), "yes" | "true" | "1" | "no" | "false" | "0")
+            }
+            (v, d) => v == d,
+        };
+        if !same {
+            let m = format!("{}: {} other than {default} is not supported", self.module, a.name);
+            self.bad(&a, m, Some(why.to_string()));
+        }
+    }
+
+    /// A required argument that is missing.
+    fn missing(&mut self, what: &str) {
+        let (l, c) = self.at;
+        self.p.add(l, c, format!("{}: {what} is required", self.module), "in these arguments", None);
+    }
+
+    /// The free-form words, taken (command and shell only).
+    fn take_raw(&mut self) -> Option<(String, usize, usize)> {
+        self.raw.take()
+    }
+
+    /// Every argument not taken is unsupported: one problem each, naming what the module takes.
+    fn finish(mut self, takes: &[&str]) {
+        if let Some((raw, l, c)) = self.raw.take() {
+            self.p.add(
+                l,
+                c,
+                format!("{}: free-form text '{raw}' is not an argument", self.module),
+                "not k=v",
+                Some(format!("{} takes: {}", self.module, takes.join(", "))),
+            );
+        }
+        for a in std::mem::take(&mut self.items) {
+            let close = super::closest(&a.name, takes);
+            let help = if close.is_empty() {
+                format!("{} takes: {}", self.module, takes.join(", "))
+            } else {
+                format!("did you mean {}? {} takes: {}", close.join(", "), self.module, takes.join(", "))
+            };
+            let m = format!("{}: argument '{}' is not supported", self.module, a.name);
+            self.bad(&a, m, Some(help));
+        }
+    }
+}
+
+/// The text of `line` of the file (1-based).
+fn p_source_line(p: &Problems, line: usize) -> Option<String> {
+    p.source.text.lines().nth(line.checked_sub(1)?).map(str::to_string)
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Null => "empty",
+    }
+}
+
+/// Sets `key` in `m` when `v` is given.
+fn put(m: &mut Map<String, Value>, key: &str, v: Option<impl Into<Value>>) {
+    if let Some(v) = v {
+        m.insert(key.into(), v.into());
+    }
+}
+
+/// Translates the module `name` (a short name of `SUPPORTED`) with its arguments `node` (and
+/// `args:`); `dir` is the playbook's directory (copy and template sources are found there).
+pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>, dir: &Path) -> Option<Translated> {
+    let mut fields = Map::new();
+    let mut out = Map::new();
+    let kind: &'static str = match name {
+        "command" | "shell" => {
+            // The only `k=v` words Ansible takes out of a command line (splitter.py's parse_kv
+            // with check_raw); any other stays part of the command.
+            let guard_keys: &[&str] = &["creates", "removes", "chdir", "executable", "warn", "stdin"];
+            let mut a = Args::new(p, name, node, extra, Some(guard_keys));
+            for k in ["chdir", "creates", "removes"] {
+                put(&mut fields, k, a.text(&[k]));
+            }
+            // Ansible ends stdin with a newline (stdin_add_newline, default true).
+            put(&mut fields, "stdin", a.text(&["stdin"]).map(|s| format!("{s}\n")));
+            a.default_only("stdin_add_newline", json!(true), "copctl's stdin is given with its newline");
+            let cmd = a.text(&["cmd"]);
+            let argv = a.value(&["argv"]);
+            let raw = a.take_raw();
+            let takes: &[&str] = if name == "command" {
+                &["cmd", "argv", "chdir", "creates", "removes", "stdin"]
+            } else {
+                &["cmd", "chdir", "creates", "removes", "stdin"]
+            };
+            let line = match (raw, cmd, argv) {
+                (Some((r, ..)), None, None) => Some(Value::String(r)),
+                (None, Some(c), None) => Some(Value::String(c)),
+                (None, None, Some(Value::Array(v))) if name == "command" => Some(Value::Array(v)),
+                (None, None, None) => {
+                    a.missing("the command (free form, cmd or argv)");
+                    None
+                }
+                _ => {
+                    let (l, c) = a.at;
+                    a.p.add(l, c, format!("{name}: give the command once (free form, cmd or argv)"), "here", None);
+                    None
+                }
+            };
+            a.finish(takes);
+            let line = line?;
+            if name == "shell" {
+                return Some(Translated { kind: Some("shell"), args: line, fields });
+            }
+            // `command` runs no shell: the words are split as Ansible splits them (shlex), each
+            // passed as one argument, so `$HOME` or `>` mean themselves as in Ansible.
+            let argv: Vec<Value> = match line {
+                Value::Array(v) => v,
+                Value::String(s) if !s.contains("{{") && !s.contains("{%") => match shlex::split(&s) {
+                    Some(w) => w.into_iter().map(Value::String).collect(),
+                    None => {
+                        p.add(node.line, node.column, format!("command: unbalanced quotes in '{s}'"), "here", None);
+                        return None;
+                    }
+                },
+                Value::String(s) => split_args(&s).iter().map(|w| Value::String(unquote(w))).collect(),
+                _ => return None,
+            };
+            return Some(Translated { kind: Some("command"), args: Value::Array(argv), fields });
+        }
+        "copy" | "template" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            let src = a.take(&["src"]);
+            let dest = a.text(&["dest"]);
+            put(&mut out, "mode", a.mode());
+            put(&mut out, "owner", a.text(&["owner"]));
+            put(&mut out, "group", a.text(&["group"]));
+            if name == "copy" {
+                put(&mut out, "content", a.text(&["content"]));
+            }
+            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            a.default_only("force", json!(true), "copctl always puts the content in place");
+            if name == "copy" {
+                a.default_only("remote_src", json!(false), "copctl copies from the controller only");
+            }
+            let takes: &[&str] = if name == "copy" {
+                &["src", "content", "dest", "mode", "owner", "group"]
+            } else {
+                &["src", "dest", "mode", "owner", "group"]
+            };
+            if let Some(src) = src {
+                match &src.value {
+                    Value::String(s) if s.contains("{{") => a.p.add_len(
+                        src.line,
+                        src.column,
+                        3,
+                        format!("{name}: a templated src ('{s}') is not supported yet"),
+                        "this argument",
+                        Some("write the file's path; copctl finds it beside the playbook when it is loaded".into()),
+                    ),
+                    Value::String(s) => {
+                        let sub = if name == "copy" { "files" } else { "templates" };
+                        match find_beside(dir, sub, s) {
+                            Some(found) => {
+                                out.insert("src".into(), json!(found));
+                            }
+                            None => a.p.add_len(
+                                src.line,
+                                src.column,
+                                3,
+                                format!("{name}: src '{s}' not found"),
+                                "this file",
+                                Some(format!("looked in {sub}/{s} and {s} beside the playbook ({})", dir.display())),
+                            ),
+                        }
+                        if name == "copy" && s.ends_with('/') {
+                            a.p.add_len(
+                                src.line,
+                                src.column,
+                                3,
+                                "copy: copying a directory is not supported yet".into(),
+                                "this argument",
+                                None,
+                            );
+                        }
+                    }
+                    _ => a.p.add_len(src.line, src.column, 3, format!("{name}: src must be text"), "here", None),
+                }
+            } else if name == "template" || !out.contains_key("content") {
+                a.missing(if name == "template" { "src" } else { "src or content" });
+            }
+            match &dest {
+                Some(d) if d.ends_with('/') => {
+                    let (l, c) = a.at;
+                    a.p.add(
+                        l,
+                        c,
+                        format!("{name}: a dest ending in '/' (a directory) is not supported yet"),
+                        "here",
+                        None,
+                    );
+                }
+                Some(d) => {
+                    out.insert("dest".into(), json!(d));
+                }
+                None => a.missing("dest"),
+            }
+            a.finish(takes);
+            if name == "copy" { "copy" } else { "template" }
+        }
+        "file" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["path", "dest", "name"]));
+            put(&mut out, "src", a.text(&["src"]));
+            put(&mut out, "mode", a.mode());
+            put(&mut out, "owner", a.text(&["owner"]));
+            put(&mut out, "group", a.text(&["group"]));
+            let touch_help = "state: file, directory, absent, link, or touch with modification_time and \
+                              access_time: preserve (Ansible's plain touch changes the times on every run)";
+            let state = a.choice(
+                &["state"],
+                &[
+                    ("file", "file"),
+                    ("directory", "directory"),
+                    ("absent", "absent"),
+                    ("link", "link"),
+                    ("touch", "touch"),
+                ],
+                touch_help,
+            );
+            let mtime = a.text(&["modification_time"]);
+            let atime = a.text(&["access_time"]);
+            if state.as_deref() == Some("touch")
+                && (mtime.as_deref() != Some("preserve") || atime.as_deref() != Some("preserve"))
+            {
+                let (l, c) = a.at;
+                a.p.add(
+                    l,
+                    c,
+                    "file: state 'touch' updates the times on every run (changed each time); copctl's touch only creates".into(),
+                    "here",
+                    Some("add modification_time: preserve and access_time: preserve, which is what copctl does".into()),
+                );
+            } else if state.as_deref() != Some("touch") && (mtime.is_some() || atime.is_some()) {
+                let (l, c) = a.at;
+                a.p.add(
+                    l,
+                    c,
+                    "file: modification_time and access_time are supported with state: touch only".into(),
+                    "here",
+                    None,
+                );
+            }
+            if out.contains_key("src") && state.as_deref() != Some("link") {
+                let (l, c) = a.at;
+                a.p.add(l, c, "file: src is supported with state: link only".into(), "here", None);
+            }
+            put(&mut out, "state", state);
+            a.default_only("recurse", json!(false), "setting attributes recursively is not supported yet");
+            a.default_only("force", json!(false), "copctl replaces nothing that is in the way");
+            if !out.contains_key("path") {
+                a.missing("path");
+            }
+            a.finish(&["path", "state", "src", "mode", "owner", "group", "modification_time", "access_time"]);
+            "file"
+        }
+        "lineinfile" | "blockinfile" => {
+            let block = name == "blockinfile";
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["path", "dest", "destfile", "name"]));
+            if block {
+                put(&mut out, "block", a.text(&["block", "content"]));
+                let marker = a.text(&["marker"]).unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".into());
+                out.insert("marker".into(), json!(marker));
+                a.default_only("marker_begin", json!("BEGIN"), "copctl's markers are BEGIN and END");
+                a.default_only("marker_end", json!("END"), "copctl's markers are BEGIN and END");
+            } else {
+                put(&mut out, "line", a.text(&["line", "value"]));
+                put(&mut out, "regexp", a.text(&["regexp", "regex"]));
+                a.default_only("backrefs", json!(false), "backrefs are not supported yet");
+                a.default_only("firstmatch", json!(false), "firstmatch is not supported yet");
+            }
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            put(&mut out, "insertafter", a.text(&["insertafter"]));
+            put(&mut out, "insertbefore", a.text(&["insertbefore"]));
+            put(&mut out, "create", a.bool_literal(&["create"]));
+            put(&mut out, "mode", a.mode());
+            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            if !out.contains_key("path") {
+                a.missing("path");
+            }
+            let takes: &[&str] = if block {
+                &["path", "block", "marker", "state", "insertafter", "insertbefore", "create", "mode"]
+            } else {
+                &["path", "line", "regexp", "state", "insertafter", "insertbefore", "create", "mode"]
+            };
+            a.finish(takes);
+            if block { "block" } else { "line" }
+        }
+        "debug" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            match a.value(&["msg"]) {
+                Some(Value::String(s)) => {
+                    out.insert("msg".into(), json!(s));
+                }
+                Some(other) => {
+                    // A structured message: shown as Ansible shows it, its JSON.
+                    out.insert("msg".into(), json!(format!("{{{{ {} }}}}", other)));
+                }
+                None => {}
+            }
+            put(&mut out, "var", a.text(&["var"]));
+            a.default_only("verbosity", json!(0), "a debug shown only with -v is not supported yet");
+            a.finish(&["msg", "var"]);
+            "debug"
+        }
+        "set_fact" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            a.default_only("cacheable", json!(false), "copctl keeps no fact cache");
+            for it in std::mem::take(&mut a.items) {
+                out.insert(it.name, it.value);
+            }
+            a.finish(&[]);
+            if out.is_empty() {
+                p.add(node.line, node.column, "set_fact: no variable to set".into(), "here", None);
+                return None;
+            }
+            "set_fact"
+        }
+        "assert" | "fail" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            if name == "fail" {
+                let msg = a.text(&["msg"]).unwrap_or_else(|| "Failed as requested from task".into());
+                a.finish(&["msg"]);
+                out.insert("that".into(), json!(["false"]));
+                out.insert("fail_msg".into(), json!(msg));
+                return Some(Translated { kind: Some("assert"), args: Value::Object(out), fields });
+            }
+            match a.value(&["that"]) {
+                Some(Value::Array(v)) => {
+                    out.insert("that".into(), Value::Array(v.into_iter().map(condition_text).collect()));
+                }
+                Some(v) => {
+                    out.insert("that".into(), condition_text(v));
+                }
+                None => a.missing("that"),
+            }
+            put(&mut out, "fail_msg", a.text(&["fail_msg", "msg"]));
+            put(&mut out, "success_msg", a.text(&["success_msg"]));
+            a.default_only("quiet", json!(false), "quiet is not supported yet");
+            a.finish(&["that", "fail_msg", "msg", "success_msg"]);
+            "assert"
+        }
+        "service" | "systemd" | "systemd_service" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name", "service", "unit"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(
+                    &["state"],
+                    &[
+                        ("started", "started"),
+                        ("stopped", "stopped"),
+                        ("restarted", "restarted"),
+                        ("reloaded", "reloaded"),
+                    ],
+                    "state: started, stopped, restarted or reloaded",
+                ),
+            );
+            put(&mut out, "enabled", a.bool_literal(&["enabled"]));
+            let mut takes = vec!["name", "state", "enabled"];
+            if name != "service" {
+                put(&mut out, "masked", a.bool_literal(&["masked"]));
+                put(&mut out, "daemon_reload", a.bool_literal(&["daemon_reload", "daemon-reload"]));
+                takes.extend(["masked", "daemon_reload"]);
+            }
+            if !out.contains_key("name") {
+                if out.get("daemon_reload") == Some(&json!(true)) {
+                    a.p.add(
+                        a.at.0,
+                        a.at.1,
+                        format!("{name}: a daemon_reload without a unit name is not supported yet"),
+                        "here",
+                        None,
+                    );
+                } else {
+                    a.missing("name");
+                }
+            }
+            a.finish(&takes);
+            "service"
+        }
+        "package" | "apt" | "dnf" | "yum" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            match a.value(&["name", "pkg"]) {
+                Some(Value::String(s)) if s.contains(',') && !s.contains("{{") => {
+                    out.insert("name".into(), json!(s.split(',').map(str::trim).collect::<Vec<_>>()));
+                }
+                Some(Value::String(s)) => {
+                    out.insert("name".into(), json!(s));
+                }
+                Some(Value::Array(v)) => {
+                    out.insert("name".into(), Value::Array(v));
+                }
+                Some(_) => {
+                    a.p.add(a.at.0, a.at.1, format!("{name}: name must be a package name or a list"), "here", None)
+                }
+                None => a.missing("name"),
+            }
+            put(
+                &mut out,
+                "state",
+                a.choice(
+                    &["state"],
+                    &[("present", "present"), ("installed", "present"), ("absent", "absent"), ("removed", "absent")],
+                    "state: present (installed) or absent (removed); copctl does not upgrade (latest) yet",
+                ),
+            );
+            if name == "apt" {
+                a.default_only("update_cache", json!(false), "refreshing the package lists is not supported yet");
+            }
+            a.finish(&["name", "state"]);
+            "package"
+        }
+        "wait_for" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "port", a.number(&["port"]));
+            put(&mut out, "host", a.text(&["host"]));
+            put(&mut out, "path", a.text(&["path"]));
+            put(&mut out, "timeout", a.number(&["timeout"]));
+            put(&mut out, "interval", a.number(&["sleep"]));
+            a.choice(&["state"], &[("started", ""), ("present", "")], "state: started (a port) or present (a path)");
+            a.default_only("delay", json!(0), "a delay before the first check is not supported yet");
+            if !out.contains_key("port") && !out.contains_key("path") {
+                a.p.add(
+                    a.at.0,
+                    a.at.1,
+                    "wait_for: without port or path (a pause) is not supported yet".into(),
+                    "here",
+                    None,
+                );
+            }
+            a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
+            "wait_for"
+        }
+        "fetch" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            let src = a.text(&["src"]);
+            let dest = a.text(&["dest"]);
+            let flat = a.bool_literal(&["flat"]).unwrap_or(false);
+            a.default_only("fail_on_missing", json!(true), "copctl always fails on a missing file");
+            a.default_only("validate_checksum", json!(true), "copctl always compares what it fetched");
+            match (&src, &dest) {
+                (Some(s), Some(d)) => {
+                    let base = if Path::new(d).is_absolute() { d.clone() } else { dir.join(d).display().to_string() };
+                    // Ansible's layout: DEST/HOST/SRC, or DEST itself with flat (a trailing
+                    // slash: the file's name in that directory).
+                    let dest = if !flat {
+                        format!(
+                            "{}/{{{{ inventory_hostname }}}}/{}",
+                            base.trim_end_matches('/'),
+                            s.trim_start_matches('/')
+                        )
+                    } else if base.ends_with('/') {
+                        format!("{base}{}", s.rsplit('/').next().unwrap_or(s))
+                    } else {
+                        base
+                    };
+                    out.insert("src".into(), json!(s));
+                    out.insert("dest".into(), json!(dest));
+                }
+                (None, _) => a.missing("src"),
+                (_, None) => a.missing("dest"),
+            }
+            a.finish(&["src", "dest", "flat"]);
+            "fetch"
+        }
+        "authorized_key" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "user", a.text(&["user"]));
+            put(&mut out, "key", a.text(&["key"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            for (k, why) in [("user", "user"), ("key", "key")] {
+                if !out.contains_key(k) {
+                    a.missing(why);
+                }
+            }
+            a.finish(&["user", "key", "state"]);
+            "authorized_key"
+        }
+        "reboot" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "timeout", a.number(&["reboot_timeout"]).and_then(|v| v.as_u64()));
+            put(&mut out, "msg", a.text(&["msg"]));
+            a.finish(&["reboot_timeout", "msg"]);
+            "reboot"
+        }
+        "ping" => {
+            let a = Args::new(p, name, node, extra, None);
+            a.finish(&[]);
+            // One round trip that changes nothing, reported ok as Ansible's ping is.
+            fields.insert("changed_when".into(), json!(false));
+            fields.insert("read_only".into(), json!(true));
+            return Some(Translated { kind: Some("command"), args: json!(["true"]), fields });
+        }
+        "setup" => {
+            let a = Args::new(p, name, node, extra, None);
+            a.finish(&[]);
+            "setup"
+        }
+        "meta" => {
+            let what = node.as_str().unwrap_or_default().trim().to_string();
+            if what == "noop" {
+                return Some(Translated { kind: None, args: Value::Null, fields });
+            }
+            let help = "copctl runs meta: noop and meta: flush_handlers only";
+            p.add(node.line, node.column, format!("meta: {what} is not supported yet"), "here", Some(help.into()));
+            return None;
+        }
+        _ => unreachable!("not in SUPPORTED: {name}"),
+    };
+    Some(Translated { kind: Some(kind), args: Value::Object(out), fields })
+}
+
+/// A condition as text (`that: true` is the expression `true`).
+fn condition_text(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(s),
+        other => Value::String(other.to_string()),
+    }
+}
+
+/// A copy or template source as Ansible finds it for a playbook: `files/` (`templates/`) beside
+/// the playbook, then beside it; an absolute path as it is.
+fn find_beside(dir: &Path, sub: &str, src: &str) -> Option<String> {
+    if Path::new(src).is_absolute() {
+        return Path::new(src).is_file().then(|| src.to_string());
+    }
+    [dir.join(sub).join(src), dir.join(src)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| std::path::absolute(&p).unwrap_or(p).display().to_string())
+}

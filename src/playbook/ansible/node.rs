@@ -1,0 +1,180 @@
+//! The Ansible playbook as a YAML tree that keeps every node's line and column (and every
+//! mapping key's), so that anything the front-end refuses is reported where it is written.
+//! Read with Ansible's YAML 1.1 habits (`yes`/`no` booleans, `0755` octal), as ansible-playbook
+//! reads the same file.
+
+use serde::Deserialize;
+use serde::de::{MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+/// A YAML node with where it is written (1-based; 0 where the parser could not tell).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub line: usize,
+    pub column: usize,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Scalar(Value),
+    Seq(Vec<Node>),
+    /// Keys in the order written, each with its own location.
+    Map(Vec<(Key, Node)>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    pub name: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Node {
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Scalar(Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(Key, Node)]> {
+        match &self.kind {
+            Kind::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.kind {
+            Kind::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value without locations.
+    pub fn to_value(&self) -> Value {
+        match &self.kind {
+            Kind::Scalar(v) => v.clone(),
+            Kind::Seq(s) => Value::Array(s.iter().map(Node::to_value).collect()),
+            Kind::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.name.clone(), v.to_value())).collect()),
+        }
+    }
+
+    /// What kind of YAML value this is, for messages.
+    pub fn what(&self) -> &'static str {
+        match &self.kind {
+            Kind::Scalar(Value::String(_)) => "a string",
+            Kind::Scalar(Value::Bool(_)) => "a boolean",
+            Kind::Scalar(Value::Number(_)) => "a number",
+            Kind::Scalar(Value::Null) => "empty",
+            Kind::Scalar(_) => "a value",
+            Kind::Seq(_) => "a list",
+            Kind::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// A node deserialized with its location: `Spanned` around the inner kind.
+struct Inner(Kind);
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Spanned::<Inner>::deserialize(d)?;
+        Ok(Node { line: s.referenced.line() as usize, column: s.referenced.column() as usize, kind: s.value.0 })
+    }
+}
+
+impl<'de> Deserialize<'de> for Inner {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Inner;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a YAML value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::Bool(v))))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::from(v))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::from(v))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::from(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::String(v.to_string()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::String(v))))
+            }
+            fn visit_unit<E>(self) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::Null)))
+            }
+            fn visit_none<E>(self) -> Result<Inner, E> {
+                Ok(Inner(Kind::Scalar(Value::Null)))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Inner, D::Error> {
+                Inner::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Inner, A::Error> {
+                let mut v = Vec::new();
+                while let Some(n) = seq.next_element::<Node>()? {
+                    v.push(n);
+                }
+                Ok(Inner(Kind::Seq(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Inner, A::Error> {
+                let mut v = Vec::new();
+                while let Some(k) = map.next_key::<Spanned<KeyText>>()? {
+                    let value = map.next_value::<Node>()?;
+                    v.push((
+                        Key {
+                            name: k.value.0,
+                            line: k.referenced.line() as usize,
+                            column: k.referenced.column() as usize,
+                        },
+                        value,
+                    ));
+                }
+                Ok(Inner(Kind::Map(v)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A mapping key as text (`1:` or `true:` keys are Ansible's too, as their text).
+struct KeyText(String);
+
+impl<'de> Deserialize<'de> for KeyText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Ok(KeyText(match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_node_and_key_keeps_its_location() {
+        let src = crate::error::Source::new("x.yml", "- hosts: all\n  tasks:\n    - shell: echo\n      mode: 0755\n");
+        let n: Node = crate::yaml::parse_ansible(&src).unwrap();
+        let play = &n.as_seq().unwrap()[0];
+        assert_eq!((play.line, play.column), (1, 3));
+        let (k, tasks) = &play.as_map().unwrap()[1];
+        assert_eq!((k.name.as_str(), k.line, k.column), ("tasks", 2, 3));
+        let task = &tasks.as_seq().unwrap()[0];
+        let (k, v) = &task.as_map().unwrap()[1];
+        assert_eq!((k.name.as_str(), k.line, k.column, v.to_value()), ("mode", 4, 7, Value::from(0o755)));
+    }
+}

@@ -1,0 +1,200 @@
+//! `setup`: gathers the facts Ansible playbooks read most (distribution, os_family, hostname,
+//! addresses, architecture, kernel, memory, CPUs, service and package manager) in one remote
+//! command, and sets them as `ansible_facts.X` and `ansible_X`, with the values Ansible's own
+//! setup module reports on the same host. What the Ansible front-end puts first in a play that
+//! gathers facts; a native step may use it too.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{Guards, Kind, Outcome, StepCtx};
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SetupArgs {}
+
+/// One `key=value` a line; the mapping to Ansible's names and values is done here, not there.
+/// The address logic is Ansible's: the default route's source and device (`ip -4 route get
+/// 8.8.8.8`), every IPv4 address but 127.0.0.0/8's; fqdn as Python's socket.getfqdn(); the
+/// service manager as Ansible's ServiceMgrFactCollector decides it.
+const SCRIPT: &str = r#"f=/etc/os-release; [ -r "$f" ] || f=/usr/lib/os-release
+v() { sed -n "s/^$1=//p" "$f" 2>/dev/null | tail -n 1 | tr -d "\"'"; }
+echo "id=$(v ID)"; echo "version_id=$(v VERSION_ID)"
+[ -r /etc/debian_version ] && echo "debian_version=$(head -n 1 /etc/debian_version)"
+n=$(uname -n); echo "node=$n"
+fq=$n; a=$(getent hosts "$n" 2>/dev/null | awk 'NR==1{print $1}')
+if [ -n "$a" ]; then r=$(getent hosts "$a" 2>/dev/null | head -n 1); [ -z "$r" ] || fq=$(echo "$r" | awk '{c=$2; for(i=2;i<=NF;i++) if (index($i, ".")) {c=$i; break}; print c}'); fi
+echo "fqdn=$fq"
+ip -4 route get 8.8.8.8 2>/dev/null | head -n 1 | awk '{for(i=1;i<NF;i++){if($i=="src")print "default_address="$(i+1); if($i=="dev")print "default_interface="$(i+1); if($i=="via")print "default_gateway="$(i+1)}}'
+ip -o -4 addr show 2>/dev/null | awk '{split($4,x,"/"); if (x[1] !~ /^127\./) print "ipv4="x[1]}'
+echo "machine=$(uname -m)"; echo "kernel=$(uname -r)"
+awk '/^MemTotal:/{print "memtotal_mb=" int($2/1024)}' /proc/meminfo
+awk -F: '/^processor/{n++} /^physical id/{s[$2]=1} /^siblings/{sib=$2+0} END{c=0; for(k in s)c++; if (c>0 && sib>0) print "vcpus=" c*sib; else print "vcpus=" n}' /proc/cpuinfo
+p1=$(cat /proc/1/comm 2>/dev/null); p1=${p1##*/}
+case "$p1" in init|*sh) p1= ;; runit-init) p1=runit ;; esac
+sys=0; if command -v systemctl >/dev/null 2>&1; then for d in /run/systemd/system/ /dev/.run/systemd/ /dev/.systemd/; do [ -e "$d" ] && sys=1; done; fi
+off=0; if command -v systemctl >/dev/null 2>&1 && [ -L /sbin/init ] && [ "$(basename "$(readlink -f /sbin/init)")" = systemd ]; then off=1; fi
+if [ -n "$p1" ]; then m=$p1; elif [ $sys = 1 ]; then m=systemd; elif command -v initctl >/dev/null 2>&1 && [ -e /etc/init/ ]; then m=upstart
+elif [ -e /sbin/openrc ]; then m=openrc; elif [ $off = 1 ]; then m=systemd; elif [ -e /etc/init.d/ ]; then m=sysvinit; elif [ -e /etc/dinit.d/ ]; then m=dinit; else m=service; fi
+echo "service_mgr=$m"
+for b in dnf5 dnf yum apt-get zypper apk pacman; do if command -v $b >/dev/null 2>&1; then echo "pkg_bin=$b"; fi; done
+"#;
+
+/// Ansible's distribution name for an os-release ID, and its OS family.
+fn distribution(id: &str) -> (String, &'static str) {
+    let (name, family) = match id {
+        "ubuntu" => ("Ubuntu", "Debian"),
+        "debian" => ("Debian", "Debian"),
+        "rhel" => ("RedHat", "RedHat"),
+        "centos" => ("CentOS", "RedHat"),
+        "rocky" => ("Rocky", "RedHat"),
+        "almalinux" => ("AlmaLinux", "RedHat"),
+        "ol" => ("OracleLinux", "RedHat"),
+        "fedora" => ("Fedora", "RedHat"),
+        "amzn" => ("Amazon", "RedHat"),
+        "sles" => ("SLES", "Suse"),
+        "opensuse-leap" | "opensuse" => ("openSUSE Leap", "Suse"),
+        "alpine" => ("Alpine", "Alpine"),
+        "arch" => ("Archlinux", "Archlinux"),
+        other => return (capitalized(other), "Unknown"),
+    };
+    (name.to_string(), family)
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+/// The facts from the script's lines, under Ansible's names (without the `ansible_` prefix).
+pub fn facts_from(out: &str) -> Map<String, Value> {
+    let mut kv: Vec<(&str, &str)> = Vec::new();
+    for l in out.lines() {
+        if let Some((k, v)) = l.split_once('=') {
+            kv.push((k, v.trim()));
+        }
+    }
+    let get = |k: &str| kv.iter().find(|(x, _)| *x == k).map(|(_, v)| *v).unwrap_or("");
+    let (dist, family) = distribution(get("id"));
+    // Debian's own version file carries the point release (12.11); the others' VERSION_ID does.
+    let version = if get("id") == "debian" && !get("debian_version").is_empty() {
+        get("debian_version").to_string()
+    } else {
+        get("version_id").to_string()
+    };
+    let major = version.split('.').next().unwrap_or("").to_string();
+    let node = get("node");
+    let mut default_ipv4 = Map::new();
+    for (k, name) in [("default_address", "address"), ("default_gateway", "gateway"), ("default_interface", "interface")]
+    {
+        if !get(k).is_empty() {
+            default_ipv4.insert(name.into(), json!(get(k)));
+        }
+    }
+    let ipv4: Vec<&str> = kv.iter().filter(|(k, _)| *k == "ipv4").map(|(_, v)| *v).collect();
+    let bins: Vec<&str> = kv.iter().filter(|(k, _)| *k == "pkg_bin").map(|(_, v)| *v).collect();
+    let pkg_mgr = if family == "Debian" && bins.contains(&"apt-get") {
+        "apt"
+    } else if bins.contains(&"dnf5") {
+        "dnf5"
+    } else if bins.contains(&"dnf") {
+        "dnf"
+    } else if bins.contains(&"yum") {
+        "yum"
+    } else if bins.contains(&"apt-get") {
+        "apt"
+    } else {
+        bins.first().copied().unwrap_or("unknown")
+    };
+    let num = |k: &str| get(k).parse::<u64>().map(Value::from).unwrap_or(Value::Null);
+    let mut m = Map::new();
+    m.insert("distribution".into(), json!(dist));
+    m.insert("os_family".into(), json!(family));
+    m.insert("distribution_version".into(), json!(version));
+    m.insert("distribution_major_version".into(), json!(major));
+    m.insert("hostname".into(), json!(node.split('.').next().unwrap_or("")));
+    m.insert("nodename".into(), json!(node));
+    m.insert("fqdn".into(), json!(get("fqdn")));
+    m.insert("default_ipv4".into(), Value::Object(default_ipv4));
+    m.insert("all_ipv4_addresses".into(), json!(ipv4));
+    m.insert("architecture".into(), json!(get("machine")));
+    m.insert("machine".into(), json!(get("machine")));
+    m.insert("kernel".into(), json!(get("kernel")));
+    m.insert("system".into(), json!("Linux"));
+    m.insert("memtotal_mb".into(), num("memtotal_mb"));
+    m.insert("processor_vcpus".into(), num("vcpus"));
+    m.insert("service_mgr".into(), json!(get("service_mgr")));
+    m.insert("pkg_mgr".into(), json!(pkg_mgr));
+    m
+}
+
+/// The variables a gathering sets: `ansible_facts` and each fact as `ansible_X`.
+pub fn fact_vars(facts: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in &facts {
+        out.insert(format!("ansible_{k}"), v.clone());
+    }
+    out.insert("ansible_facts".into(), Value::Object(facts));
+    out
+}
+
+/// What the facts look like before they are gathered (plan-time template checks).
+pub fn placeholder_vars() -> Map<String, Value> {
+    let mut f = facts_from("");
+    for k in ["memtotal_mb", "processor_vcpus"] {
+        f.insert(k.into(), json!(0));
+    }
+    f.insert("default_ipv4".into(), json!({"address": "", "gateway": "", "interface": ""}));
+    fact_vars(f)
+}
+
+impl Kind for SetupArgs {
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let out = match cx.sh(SCRIPT, None).await {
+            Ok(o) => o,
+            Err(o) => return o,
+        };
+        if !out.success() {
+            return Outcome::failed(format!("gathering facts: {}", String::from_utf8_lossy(&out.stderr).trim()))
+                .with_output(&out);
+        }
+        let facts = facts_from(&String::from_utf8_lossy(&out.stdout));
+        let mut o = Outcome::ok("");
+        o.result.insert("ansible_facts".into(), Value::Object(facts.clone()));
+        o.facts = Some(fact_vars(facts));
+        o.commands.push("gather facts".into());
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_are_named_and_valued_as_ansible_does() {
+        let out = "id=debian\nversion_id=12\ndebian_version=12.11\nnode=vm\nfqdn=localhost\n\
+                   default_address=192.0.2.2\ndefault_interface=eth0\ndefault_gateway=192.0.2.1\n\
+                   ipv4=192.0.2.2\nmachine=x86_64\nkernel=6.1.0\nmemtotal_mb=24105\nvcpus=2\n\
+                   service_mgr=systemd\npkg_bin=apt-get\n";
+        let f = facts_from(out);
+        assert_eq!(f["distribution"], "Debian");
+        assert_eq!(f["os_family"], "Debian");
+        assert_eq!(f["distribution_major_version"], "12");
+        assert_eq!(f["distribution_version"], "12.11");
+        assert_eq!(f["default_ipv4"], json!({"address": "192.0.2.2", "gateway": "192.0.2.1", "interface": "eth0"}));
+        assert_eq!(f["all_ipv4_addresses"], json!(["192.0.2.2"]));
+        assert_eq!(f["memtotal_mb"], 24105);
+        assert_eq!(f["pkg_mgr"], "apt");
+        let v = fact_vars(f);
+        assert_eq!(v["ansible_os_family"], "Debian");
+        assert_eq!(v["ansible_facts"]["hostname"], "vm");
+        let rocky = facts_from("id=rocky\nversion_id=9.3\npkg_bin=dnf\npkg_bin=yum\n");
+        assert_eq!((&rocky["distribution"], &rocky["distribution_major_version"]), (&json!("Rocky"), &json!("9")));
+        assert_eq!(rocky["pkg_mgr"], "dnf");
+    }
+}
