@@ -455,11 +455,13 @@ fn scale(sizes: &[usize], work: &Path, json: &mut String) {
         let t = Instant::now();
         let site = start_site(n, work);
         eprintln!("{n} lab hosts up in {:.1}s", t.elapsed().as_secs_f64());
-        // The site's options go before a command's `--`.
+        // The site's options go before a command's `--`. `-f 64` (copctl's default) explicitly:
+        // the site's ansible.cfg, written for Ansible's runs, says forks = the host count, and
+        // copctl reads it — 1000 logins at once overran the 10 s connect timeout.
         let copctl = |args: &[&str], command: &[&str]| {
             let mut c = Command::new(copctl_bin());
             c.args(args)
-                .args(["-i", "inventory.ini", "--known-hosts"])
+                .args(["-f", "64", "-i", "inventory.ini", "--known-hosts"])
                 .arg(&site.lab.known_hosts)
                 .args(command)
                 .env("COPCTL_NO_PROGRESS", "1")
