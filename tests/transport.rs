@@ -97,6 +97,16 @@ fn exec_reaches_twenty_isolated_hosts() {
     assert!(!Path::new(&marker).exists(), "the real machine must not see a lab host's file");
 }
 
+/// A pool holding lab-1's connection (its host key recorded in `dir`), no retries.
+fn lab_1_pool(lab: &Lab, dir: &Path) -> copctl::transport::Pool {
+    use copctl::transport::*;
+    let mut opts = SshOptions::new(KnownHosts::new(dir.join("kh"), HostKeyPolicy::AcceptNew));
+    opts.connect_retries = 0;
+    let inv = copctl::inventory::Inventory::load(&lab.inventory).unwrap();
+    let spec = HostSpec::from_inventory(&inv, "lab-1", &SshConfigFile::default());
+    Pool::new(vec![spec], opts, 4)
+}
+
 #[test]
 fn upload_of_200_mib_arrives_with_its_sha256_and_mode() {
     use copctl::transport::*;
@@ -115,11 +125,7 @@ fn upload_of_200_mib_arrives_with_its_sha256_and_mode() {
     std::fs::write(&src, &data).unwrap();
     let want = hex::encode(sha2::Sha256::digest(&data));
     drop(data);
-    let mut opts = SshOptions::new(KnownHosts::new(dir.path().join("kh"), HostKeyPolicy::AcceptNew));
-    opts.connect_retries = 0;
-    let inv = copctl::inventory::Inventory::load(&lab.inventory).unwrap();
-    let spec = HostSpec::from_inventory(&inv, "lab-1", &SshConfigFile::default());
-    let pool = Pool::new(vec![spec], opts, 4);
+    let pool = lab_1_pool(&lab, dir.path());
     let rt = copctl::runtime().unwrap();
     let got = rt.block_on(async {
         let c = pool.get("lab-1").await.unwrap();
@@ -374,11 +380,7 @@ fn small_files_arrive_with_exactly_their_mode() {
     use std::os::unix::fs::PermissionsExt;
     let lab = Lab::start(1, LabOptions::default());
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = SshOptions::new(KnownHosts::new(dir.path().join("kh"), HostKeyPolicy::AcceptNew));
-    opts.connect_retries = 0;
-    let inv = copctl::inventory::Inventory::load(&lab.inventory).unwrap();
-    let spec = HostSpec::from_inventory(&inv, "lab-1", &SshConfigFile::default());
-    let pool = Pool::new(vec![spec], opts, 4);
+    let pool = lab_1_pool(&lab, dir.path());
     let rt = copctl::runtime().unwrap();
     let modes = [0o644, 0o640, 0o600, 0o444, 0o000, 0o755, 0o750, 0o4755, 0o1777];
     for (i, mode) in modes.into_iter().enumerate() {

@@ -17,10 +17,11 @@ const SMALL_PUT: usize = 64 << 10;
 /// Streamed uploads in flight at once, over all hosts. An SSH channel's window (2 MiB from
 /// OpenSSH) takes a whole ordinary file at once, so without a bound every host's copy would sit in
 /// the controller's buffers together: 50 hosts taking a 1 MiB file held ~50 MiB (68.5 -> 53.4 MiB
-/// first-run peak with 8, 36.6 -> 34.5 with 4, docs/benchmarks.md). Each stream still runs at the
-/// speed of one core's encryption, so four keep a fast link busy, and what uploads hold is bounded
-/// by 4 × (the file or the window, whichever is smaller, + a chunk).
-const STREAMS_AT_ONCE: usize = 4;
+/// first-run peak with 8, 36.6 -> 34.5 with 4, docs/benchmarks.md). Each stream runs at the speed
+/// of one core's encryption, so two keep a fast link busy while the other hosts run their other
+/// steps, and what uploads hold is bounded by 2 × (the file or the window, whichever is smaller,
+/// + a chunk).
+const STREAMS_AT_ONCE: usize = 2;
 static STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(STREAMS_AT_ONCE);
 
 /// A place among the streamed uploads in flight, held until the host has the file.
