@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::cop::{Event, cluster_events, cluster_file, run_rebooting};
 use common::lab::LabOptions;
 use common::lab::cop_site::NAMES;
 use common::*;
@@ -62,13 +63,6 @@ fn node_setup_limited_to_the_new_worker_touches_nothing_else() {
 fn yaml_file(c: &Site, i: usize, path: &str) -> Value {
     let text = std::fs::read_to_string(c.lab().path(i, path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML ({e}):\n{text}"))
-}
-
-/// Lines of the shared cluster state file (joins, violations), as the doubles wrote them.
-fn cluster_file(c: &Site, name: &str) -> Vec<String> {
-    std::fs::read_to_string(c.lab().root.join("cluster").join(name))
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 #[test]
@@ -232,24 +226,6 @@ fn a_failed_drain_uncordons_that_node_and_stops_the_restart() {
     assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false", "the node is left schedulable");
     let failed = ev.iter().find(|e| e["status"] == "failed").unwrap();
     assert!(failed["msg"].as_str().unwrap().contains("drain of cop-worker-2 failed"), "{failed}");
-}
-
-/// One line of the cluster's event log (tests/doubles/README.md): time (ns), what, and its words.
-struct Event {
-    at: u128,
-    what: String,
-    args: Vec<String>,
-}
-
-fn cluster_events(c: &Site) -> Vec<Event> {
-    cluster_file(c, "events")
-        .iter()
-        .map(|l| {
-            let mut w = l.split(' ');
-            let at = w.next().unwrap().parse().unwrap();
-            Event { at, what: w.next().unwrap().to_string(), args: w.map(str::to_string).collect() }
-        })
-        .collect()
 }
 
 #[test]
@@ -992,47 +968,6 @@ fn a_pdb_allowing_no_disruption_is_named_the_drain_times_out_and_the_run_stops()
     );
     assert!(steps_run(&ev).iter().any(|(h, s)| h == "cop-worker-3" && s == "restart rke2"));
     assert!(NAMES.iter().all(|(n, _)| node_state(&c, n, "unschedulable") == "false"));
-}
-
-/// Runs copctl while playing the machines: a lab host that went down (the reboot double) comes
-/// back `down` later (same disk, new boot id) and boots (lab-boot: RKE2 starts). Returns the
-/// exit code and the JSON events.
-fn run_rebooting(c: &mut Site, args: &[&str], down: std::time::Duration) -> (Option<i32>, Vec<Value>) {
-    use std::time::{Duration, Instant};
-    let (out, err) = (c.path("reboot-run.out"), c.path("reboot-run.err"));
-    let mut child = c
-        .command(args)
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut went_down: Vec<Option<Instant>> = vec![None; NAMES.len()];
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > Duration::from_secs(400) {
-            let _ = child.kill();
-            panic!("copctl still runs after 400s:\n{}", std::fs::read_to_string(&out).unwrap_or_default());
-        }
-        for (i, d) in went_down.iter_mut().enumerate() {
-            if d.is_none() && c.lab_mut().is_down(i) {
-                *d = Some(Instant::now());
-            }
-            if d.is_some_and(|at| at.elapsed() >= down) {
-                c.lab_mut().restart(i);
-                c.lab().sh(i, "/usr/local/sbin/lab-boot");
-                *d = None;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let text = std::fs::read_to_string(&out).unwrap();
-    if status.code() != Some(0) {
-        eprintln!("{text}\n--- stderr\n{}", std::fs::read_to_string(&err).unwrap_or_default());
-    }
-    (status.code(), text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::cop::run_rebooting;
 use common::lab::cop_site::{self, NAMES};
 use common::*;
 use serde_json::Value;
@@ -147,46 +148,6 @@ fn a_missing_chart_archive_is_an_error_naming_its_path_before_anything_changes()
     // Without DRA the DRA driver's archive is not needed.
     c.run_json(&["gpu-operator", "-e", "gpu_dra_enabled=false"], 0);
     assert!(c.lab().root.join("cluster/helm/gpu-operator/gpu-operator").exists());
-}
-
-/// Runs copctl while playing the machines: a lab host that went down (the reboot double) comes
-/// back `down` later (same disk, new boot id) and boots (lab-boot). As tests/cop.rs's.
-fn run_rebooting(c: &mut Site, args: &[&str], down: std::time::Duration) -> (Option<i32>, Vec<Value>) {
-    use std::time::{Duration, Instant};
-    let (out, err) = (c.path("reboot-run.out"), c.path("reboot-run.err"));
-    let mut child = c
-        .command(args)
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut went_down: Vec<Option<Instant>> = vec![None; NAMES.len()];
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t.elapsed() > Duration::from_secs(400) {
-            let _ = child.kill();
-            panic!("copctl still runs after 400s:\n{}", std::fs::read_to_string(&out).unwrap_or_default());
-        }
-        for (i, d) in went_down.iter_mut().enumerate() {
-            if d.is_none() && c.lab_mut().is_down(i) {
-                *d = Some(Instant::now());
-            }
-            if d.is_some_and(|at| at.elapsed() >= down) {
-                c.lab_mut().restart(i);
-                c.lab().sh(i, "/usr/local/sbin/lab-boot");
-                *d = None;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let text = std::fs::read_to_string(&out).unwrap();
-    if status.code() != Some(0) {
-        eprintln!("{text}\n--- stderr\n{}", std::fs::read_to_string(&err).unwrap_or_default());
-    }
-    (status.code(), text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
 /// The GPU nodes with driver 580.95.05 and the operator installed, its operand pods on them, and

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::cop::{Event, cluster_events, cluster_file};
 use common::lab::cop_site::NAMES;
 use common::*;
 use serde_json::Value;
@@ -22,11 +23,6 @@ fn installed() -> Site {
 
 fn cluster(c: &Site, rel: &str) -> std::path::PathBuf {
     c.lab().root.join("cluster").join(rel)
-}
-
-/// Lines of a file of the shared cluster state.
-fn cluster_file(c: &Site, name: &str) -> Vec<String> {
-    std::fs::read_to_string(cluster(c, name)).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// The node's machine dies: its host goes down, and the cluster sees it NotReady (what the node
@@ -170,24 +166,6 @@ fn removing_a_server_that_would_cost_etcd_its_quorum_is_refused_even_with_force(
     assert_eq!(etcd_members(&c).len(), 3);
     assert!(!c.lab().double_calls(0).iter().any(|l| l.contains("cordon cop-master-3")));
     assert!(!c.lab().double_calls(idx("cop-master-3")).iter().any(|l| l.contains("stop rke2")));
-}
-
-/// One line of the cluster's event log (tests/doubles/README.md).
-struct Event {
-    at: u128,
-    what: String,
-    args: Vec<String>,
-}
-
-fn cluster_events(c: &Site) -> Vec<Event> {
-    cluster_file(c, "events")
-        .iter()
-        .map(|l| {
-            let mut w = l.split(' ');
-            let at = w.next().unwrap().parse().unwrap();
-            Event { at, what: w.next().unwrap().to_string(), args: w.map(str::to_string).collect() }
-        })
-        .collect()
 }
 
 fn version_of(c: &Site, node: &str) -> String {

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod argv_sampler;
+pub mod cop;
 #[path = "../lab/mod.rs"]
 pub mod lab;
 mod site;
