@@ -7,6 +7,8 @@
 //! Files: node.rs the located YAML tree, split.rs Ansible's `k=v` argument lines, task.rs the task
 //! keywords, modules.rs the module table. Facts (`gather_facts`) are the native `setup` kind.
 
+mod block;
+mod include;
 mod modules;
 mod node;
 mod split;
@@ -292,7 +294,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let mut handlers = Vec::new();
     if let Some((_, v)) = get("handlers") {
         for h in section(f, "handlers", v) {
-            if let Some(s) = task::task(f, h, true) {
+            let mut produced = Vec::new();
+            task::expand(f, h, true, &mut produced);
+            for s in produced {
                 if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
                     f.p.add(
                         h.line,
@@ -323,20 +327,23 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                 notifies = false;
                 continue;
             }
-            let Some(s) = task::task(f, t, false) else { continue };
-            for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
-                notifies = true;
-                if !handlers.iter().any(|h| h.name == n) {
-                    f.p.add(
-                        t.line,
-                        t.column,
-                        format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
-                        "unknown handler",
-                        Some("add it under the play's handlers: or fix the name".into()),
-                    );
+            let mut produced = Vec::new();
+            task::expand(f, t, false, &mut produced);
+            for s in produced {
+                for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
+                    notifies = true;
+                    if !handlers.iter().any(|h| h.name == n) {
+                        f.p.add(
+                            s.line,
+                            s.column,
+                            format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
+                            "unknown handler",
+                            Some("add it under the play's handlers: or fix the name".into()),
+                        );
+                    }
                 }
+                steps.push(s);
             }
-            steps.push(s);
         }
         if !steps.is_empty() {
             sections.push((sec, steps, notifies));
