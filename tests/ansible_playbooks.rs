@@ -160,6 +160,11 @@ fn play_and_task_structure_ends_as_ansible_leaves_it() {
 }
 
 #[test]
+fn stat_slurp_replace_and_raw_end_as_ansible_leaves_them() {
+    same_as_ansible("inspect.yml");
+}
+
+#[test]
 fn line_and_block_edits_end_as_ansible_leaves_them() {
     same_as_ansible("edits.yml");
 }

@@ -24,7 +24,13 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
     let mut out = IndexMap::new();
     for s in pb.all_steps() {
         if let Some(r) = &s.def.register {
-            out.insert(r.clone(), placeholder_result());
+            let mut v = placeholder_result();
+            match &s.action {
+                Action::Stat(_) => v["stat"] = crate::steps::stat::placeholder(),
+                Action::Slurp(_) => v["encoding"] = json!("base64"),
+                _ => {}
+            }
+            out.insert(r.clone(), v);
         }
         if let Action::SetFact(m) = &s.action {
             for (k, v) in m.iter() {

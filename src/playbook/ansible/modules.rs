@@ -31,8 +31,12 @@ pub const SUPPORTED: &[&str] = &[
     "reboot",
     "service",
     "set_fact",
+    "raw",
+    "replace",
     "setup",
     "shell",
+    "slurp",
+    "stat",
     "systemd",
     "systemd_service",
     "template",
@@ -42,11 +46,7 @@ pub const SUPPORTED: &[&str] = &[
 
 /// Ansible modules copctl knows of but does not run yet, with why where it is not obvious.
 pub const NOT_YET: &[(&str, &str)] = &[
-    ("raw", ""),
     ("script", ""),
-    ("replace", ""),
-    ("stat", ""),
-    ("slurp", "Ansible's slurp returns the content base64-encoded, copctl's native slurp as text"),
     ("get_url", ""),
     ("uri", ""),
     ("unarchive", ""),
@@ -454,14 +454,20 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             };
             if let Some(src) = src {
                 match &src.value {
-                    Value::String(s) if s.contains("{{") => a.p.add_len(
-                        src.line,
-                        src.column,
-                        3,
-                        format!("{name}: a templated src ('{s}') is not supported yet"),
-                        "this argument",
-                        Some("write the file's path; copctl finds it beside the playbook when it is loaded".into()),
-                    ),
+                    Value::String(s) if s.contains("{{") || s.contains("{%") => {
+                        // Known only when the task runs: an absolute path is used as it is, a
+                        // relative one is looked for where Ansible looks first (files/ or
+                        // templates/ beside the playbook).
+                        let sub = if name == "copy" { "files" } else { "templates" };
+                        let base = std::path::absolute(dir.join(sub)).unwrap_or_else(|_| dir.join(sub));
+                        out.insert(
+                            "src".into(),
+                            json!(format!(
+                                "{{% set copctl_src %}}{s}{{% endset %}}{{% if copctl_src is startingwith('/') %}}{{{{ copctl_src }}}}{{% else %}}{}/{{{{ copctl_src }}}}{{% endif %}}",
+                                base.display()
+                            )),
+                        );
+                    }
                     Value::String(s) => {
                         let sub = if name == "copy" { "files" } else { "templates" };
                         match find_beside(dir, sub, s) {
@@ -815,6 +821,82 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             fields.insert("changed_when".into(), json!(false));
             fields.insert("read_only".into(), json!(true));
             return Some(Translated { kind: Some("command"), args: json!(["true"]), fields });
+        }
+        "raw" => {
+            // What raw runs is the line itself, through the login shell: copctl's shell kind
+            // runs it the same way, changed as raw always is.
+            let mut a = Args::new(p, name, node, extra, Some(&["executable"]));
+            if let Some(x) = a.take(&["executable"]) {
+                let m = "raw: executable is not supported".to_string();
+                a.bad(&x, m, Some("copctl runs raw lines with the login shell".into()));
+            }
+            let line = a.take_raw();
+            a.finish(&[]);
+            let Some((line, ..)) = line else {
+                p.add(node.line, node.column, "raw: the command is required".into(), "here", None);
+                return None;
+            };
+            return Some(Translated { kind: Some("shell"), args: json!(line), fields });
+        }
+        "replace" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["path", "dest", "destfile", "name"]));
+            put(&mut out, "regexp", a.text(&["regexp"]));
+            put(&mut out, "replace", a.text(&["replace"]));
+            put(&mut out, "after", a.text(&["after"]));
+            put(&mut out, "before", a.text(&["before"]));
+            put(&mut out, "mode", a.mode());
+            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            a.default_only("encoding", json!("utf-8"), "copctl edits UTF-8 text");
+            for k in ["path", "regexp"] {
+                if !out.contains_key(k) {
+                    a.missing(k);
+                }
+            }
+            a.finish(&["path", "regexp", "replace", "after", "before", "mode"]);
+            "replace"
+        }
+        "stat" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["path", "dest", "name"]));
+            put(&mut out, "follow", a.flag(&["follow"]));
+            put(&mut out, "get_checksum", a.flag(&["get_checksum"]));
+            put(
+                &mut out,
+                "checksum_algorithm",
+                a.choice(
+                    &["checksum_algorithm", "checksum", "checksum_algo"],
+                    &[
+                        ("sha1", "sha1"),
+                        ("sha224", "sha224"),
+                        ("sha256", "sha256"),
+                        ("sha384", "sha384"),
+                        ("sha512", "sha512"),
+                        ("md5", "md5"),
+                    ],
+                    "sha1, sha224, sha256, sha384, sha512 or md5",
+                ),
+            );
+            // Ansible's defaults add mimetype/charset and attributes; copctl reports neither
+            // (a playbook reading them gets an undefined-variable error at that task).
+            for k in ["get_mime", "get_attributes", "get_md5"] {
+                a.flag(&[k]);
+            }
+            if !out.contains_key("path") {
+                a.missing("path");
+            }
+            a.finish(&["path", "follow", "get_checksum", "checksum_algorithm", "get_mime", "get_attributes"]);
+            "stat"
+        }
+        "slurp" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["src", "path"]));
+            if !out.contains_key("path") {
+                a.missing("src");
+            }
+            a.finish(&["src"]);
+            out.insert("encoding".into(), json!("base64"));
+            "slurp"
         }
         "setup" => {
             let a = Args::new(p, name, node, extra, None);

@@ -8,6 +8,8 @@
 //! read (`take_secret_reads`), through other variables, `hostvars` and facts alike, so that text
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
+mod filters;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -101,6 +103,10 @@ impl Templates {
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
+        filters::add(&mut env);
+        // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
+        // `d.items()`), which Ansible's templates call as Jinja2 lets them.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default() }
     }
 

@@ -1,0 +1,406 @@
+//! Ansible's own filters and tests that playbooks use most, beside Jinja's (which minijinja
+//! has): each does what Ansible's does (ansible/plugins/filter/core.py, mathstuff.py,
+//! plugins/test/core.py), so that a site's templates render the same under copctl. A filter
+//! that is not here is an "unknown filter" error where it is used, never a guess.
+
+use minijinja::value::{Kwargs, Rest, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, Value};
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg.into())
+}
+
+fn json_of(v: &Value) -> Result<serde_json::Value, Error> {
+    serde_json::to_value(v).map_err(|e| bad(e.to_string()))
+}
+
+fn items(v: &Value) -> Result<Vec<Value>, Error> {
+    Ok(v.try_iter()?.collect())
+}
+
+/// Python's `x in list` for template values (by value, as `==`).
+fn contains(list: &[Value], x: &Value) -> bool {
+    list.iter().any(|y| y == x)
+}
+
+/// Ansible's `unique`: first occurrences, in order.
+fn unique_of(list: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for x in list {
+        if !contains(&out, &x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+fn regex(pattern: &str, kw: &Kwargs) -> Result<regex::Regex, Error> {
+    let ignorecase: Option<bool> = kw.get("ignorecase")?;
+    let multiline: Option<bool> = kw.get("multiline")?;
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(ignorecase.unwrap_or(false))
+        .multi_line(multiline.unwrap_or(false))
+        .build()
+        .map_err(|e| bad(format!("bad regular expression {pattern:?}: {e}")))
+}
+
+/// `combine`: later mappings win; `recursive=true` merges nested mappings too.
+fn merge(
+    into: &mut serde_json::Map<String, serde_json::Value>,
+    from: serde_json::Map<String, serde_json::Value>,
+    deep: bool,
+) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(serde_json::Value::Object(a)), serde_json::Value::Object(b)) if deep => merge(a, b, deep),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+fn flatten_into(out: &mut Vec<Value>, v: Value, levels: Option<i64>, skip_nulls: bool) -> Result<(), Error> {
+    for x in v.try_iter()? {
+        if skip_nulls && (x.is_none() || x.is_undefined()) {
+            continue;
+        }
+        if x.kind() == ValueKind::Seq && levels.is_none_or(|l| l > 0) {
+            flatten_into(out, x, levels.map(|l| l - 1), skip_nulls)?;
+        } else {
+            out.push(x);
+        }
+    }
+    Ok(())
+}
+
+/// A registered result's flag (`x is changed`): Ansible's tests fail on a value that is not a
+/// result.
+fn result_flag(v: &Value, key: &str, test: &str) -> Result<bool, Error> {
+    if v.kind() != ValueKind::Map {
+        return Err(bad(format!("the '{test}' test expects a registered result (a mapping), not {}", v.kind())));
+    }
+    let x = v.get_attr(key)?;
+    Ok(!x.is_undefined() && x.is_true())
+}
+
+pub fn add(env: &mut Environment<'static>) {
+    env.add_filter("b64decode", |s: String| -> Result<String, Error> {
+        use base64::Engine;
+        let b = base64::engine::general_purpose::STANDARD
+            .decode(s.trim().as_bytes())
+            .map_err(|e| bad(format!("b64decode: {e}")))?;
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    });
+    env.add_filter("from_json", |s: String| -> Result<Value, Error> {
+        let v: serde_json::Value = serde_json::from_str(&s).map_err(|e| bad(format!("from_json: {e}")))?;
+        Ok(super::to_value(v))
+    });
+    env.add_filter("from_yaml", |s: String| -> Result<Value, Error> {
+        let v: serde_json::Value = serde_saphyr::from_str(&s).map_err(|e| bad(format!("from_yaml: {e}")))?;
+        Ok(super::to_value(v))
+    });
+    env.add_filter("hash", |s: String, algo: Option<String>| -> Result<String, Error> {
+        hash(s.as_bytes(), algo.as_deref().unwrap_or("sha1"))
+    });
+    env.add_filter("checksum", |s: String| -> Result<String, Error> { hash(s.as_bytes(), "sha1") });
+    env.add_filter("combine", |first: Value, rest: Rest<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let deep: Option<bool> = kw.get("recursive")?;
+        let list_merge: Option<String> = kw.get("list_merge")?;
+        kw.assert_all_used()?;
+        if list_merge.as_deref().is_some_and(|m| m != "replace") {
+            return Err(bad("combine: list_merge other than 'replace' is not supported"));
+        }
+        let mut out = serde_json::Map::new();
+        // combine also takes lists of mappings (`[a, b] | combine`).
+        let mut all = vec![first];
+        all.extend(rest.0);
+        let mut flat = Vec::new();
+        for v in all {
+            if v.kind() == ValueKind::Seq { flat.extend(v.try_iter()?) } else { flat.push(v) }
+        }
+        for v in flat {
+            match json_of(&v)? {
+                serde_json::Value::Object(m) => merge(&mut out, m, deep.unwrap_or(false)),
+                other => return Err(bad(format!("combine: expects mappings, got {other}"))),
+            }
+        }
+        Ok(super::to_value(serde_json::Value::Object(out)))
+    });
+    env.add_filter("dict2items", |v: Value, kw: Kwargs| -> Result<Value, Error> {
+        let key: Option<String> = kw.get("key_name")?;
+        let value: Option<String> = kw.get("value_name")?;
+        kw.assert_all_used()?;
+        let (key, value) = (key.unwrap_or_else(|| "key".into()), value.unwrap_or_else(|| "value".into()));
+        let serde_json::Value::Object(m) = json_of(&v)? else {
+            return Err(bad("dict2items requires a dictionary"));
+        };
+        let list: Vec<serde_json::Value> = m
+            .into_iter()
+            .map(|(k, v)| {
+                serde_json::Value::Object([(key.clone(), k.into()), (value.clone(), v)].into_iter().collect())
+            })
+            .collect();
+        Ok(super::to_value(list))
+    });
+    env.add_filter("items2dict", |v: Value, kw: Kwargs| -> Result<Value, Error> {
+        let key: Option<String> = kw.get("key_name")?;
+        let value: Option<String> = kw.get("value_name")?;
+        kw.assert_all_used()?;
+        let (key, value) = (key.unwrap_or_else(|| "key".into()), value.unwrap_or_else(|| "value".into()));
+        let mut out = serde_json::Map::new();
+        for item in items(&v)? {
+            let k = item.get_attr(&key)?;
+            let x = item.get_attr(&value)?;
+            if k.is_undefined() || x.is_undefined() {
+                return Err(bad(format!("items2dict: each item needs '{key}' and '{value}'")));
+            }
+            let k = k.as_str().map(str::to_string).unwrap_or_else(|| k.to_string());
+            out.insert(k, json_of(&x)?);
+        }
+        Ok(super::to_value(serde_json::Value::Object(out)))
+    });
+    env.add_filter("unique", |v: Value| -> Result<Value, Error> { Ok(Value::from(unique_of(items(&v)?))) });
+    env.add_filter("difference", |a: Value, b: Value| -> Result<Value, Error> {
+        let b = items(&b)?;
+        Ok(Value::from(unique_of(items(&a)?.into_iter().filter(|x| !contains(&b, x)).collect())))
+    });
+    env.add_filter("intersect", |a: Value, b: Value| -> Result<Value, Error> {
+        let b = items(&b)?;
+        Ok(Value::from(unique_of(items(&a)?.into_iter().filter(|x| contains(&b, x)).collect())))
+    });
+    env.add_filter("union", |a: Value, b: Value| -> Result<Value, Error> {
+        let mut all = items(&a)?;
+        all.extend(items(&b)?);
+        Ok(Value::from(unique_of(all)))
+    });
+    env.add_filter("symmetric_difference", |a: Value, b: Value| -> Result<Value, Error> {
+        let (a, b) = (items(&a)?, items(&b)?);
+        let mut out: Vec<Value> = a.iter().filter(|x| !contains(&b, x)).cloned().collect();
+        out.extend(b.iter().filter(|x| !contains(&a, x)).cloned());
+        Ok(Value::from(unique_of(out)))
+    });
+    env.add_filter("flatten", |v: Value, levels: Option<i64>, kw: Kwargs| -> Result<Value, Error> {
+        let skip: Option<bool> = kw.get("skip_nulls")?;
+        let levels = match kw.get::<Option<i64>>("levels")? {
+            Some(l) => Some(l),
+            None => levels,
+        };
+        kw.assert_all_used()?;
+        let mut out = Vec::new();
+        flatten_into(&mut out, v, levels, skip.unwrap_or(true))?;
+        Ok(Value::from(out))
+    });
+    env.add_filter(
+        "regex_search",
+        |s: String, pattern: String, groups: Rest<String>, kw: Kwargs| -> Result<Value, Error> {
+            let re = regex(&pattern, &kw)?;
+            kw.assert_all_used()?;
+            let Some(c) = re.captures(&s) else { return Ok(Value::from(())) };
+            if groups.0.is_empty() {
+                return Ok(Value::from(c.get(0).map(|m| m.as_str()).unwrap_or("")));
+            }
+            // `'\\1'` or `'\\g<name>'`: those groups, as a list.
+            let mut out = Vec::new();
+            for g in &groups.0 {
+                let m = if let Some(n) = g.strip_prefix('\\').and_then(|n| n.parse::<usize>().ok()) {
+                    c.get(n)
+                } else if let Some(name) = g.strip_prefix("\\g<").and_then(|n| n.strip_suffix('>')) {
+                    c.name(name)
+                } else {
+                    return Err(bad(format!("regex_search: unknown group {g:?} (write '\\\\1' or '\\\\g<name>')")));
+                };
+                out.push(Value::from(m.map(|m| m.as_str()).unwrap_or("")));
+            }
+            Ok(Value::from(out))
+        },
+    );
+    env.add_filter("regex_findall", |s: String, pattern: String, kw: Kwargs| -> Result<Value, Error> {
+        let re = regex(&pattern, &kw)?;
+        kw.assert_all_used()?;
+        // Python's findall: the whole match, the one group, or a tuple of the groups.
+        let out: Vec<Value> = re
+            .captures_iter(&s)
+            .map(|c| match c.len() {
+                1 => Value::from(c.get(0).map(|m| m.as_str()).unwrap_or("")),
+                2 => Value::from(c.get(1).map(|m| m.as_str()).unwrap_or("")),
+                _ => Value::from(
+                    (1..c.len()).map(|i| Value::from(c.get(i).map(|m| m.as_str()).unwrap_or(""))).collect::<Vec<_>>(),
+                ),
+            })
+            .collect();
+        Ok(Value::from(out))
+    });
+    env.add_filter("regex_escape", |s: String| -> String { regex::escape(&s) });
+    env.add_filter("splitext", |s: String| -> Value {
+        let base = s.rsplit('/').next().unwrap_or("");
+        match base.rfind('.') {
+            Some(i) if i > 0 && !base[..i].chars().all(|c| c == '.') => {
+                let cut = s.len() - (base.len() - i);
+                Value::from(vec![Value::from(&s[..cut]), Value::from(&s[cut..])])
+            }
+            _ => Value::from(vec![Value::from(s.as_str()), Value::from("")]),
+        }
+    });
+    // `groups['x'] | map('extract', hostvars, 'ansible_host')`.
+    env.add_filter("extract", |key: Value, container: Value, more: Rest<Value>| -> Result<Value, Error> {
+        let mut v = container.get_item(&key)?;
+        for k in more.0 {
+            v = v.get_item(&k)?;
+        }
+        Ok(v)
+    });
+    env.add_filter("zip", |a: Value, rest: Rest<Value>| -> Result<Value, Error> {
+        let mut lists = vec![items(&a)?];
+        for r in rest.0 {
+            lists.push(items(&r)?);
+        }
+        let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+        Ok(Value::from(
+            (0..n).map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
+        ))
+    });
+    env.add_filter("type_debug", |v: Value| -> &'static str {
+        match v.kind() {
+            ValueKind::Bool => "bool",
+            ValueKind::Number if v.as_i64().is_some() => "int",
+            ValueKind::Number => "float",
+            ValueKind::String => "str",
+            ValueKind::Seq => "list",
+            ValueKind::Map => "dict",
+            ValueKind::None | ValueKind::Undefined => "NoneType",
+            _ => "object",
+        }
+    });
+
+    // Tests on strings: Python's re.match (anchored at the start), re.search.
+    env.add_test("match", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
+        let re = regex(&format!("^(?:{pattern})"), &kw)?;
+        Ok(re.is_match(&s))
+    });
+    env.add_test("search", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
+        Ok(regex(&pattern, &kw)?.is_match(&s))
+    });
+    env.add_test("regex", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
+        let kind: Option<String> = kw.get("match_type")?;
+        match kind.as_deref().unwrap_or("search") {
+            "match" => Ok(regex(&format!("^(?:{pattern})"), &kw)?.is_match(&s)),
+            "search" => Ok(regex(&pattern, &kw)?.is_match(&s)),
+            other => Err(bad(format!("regex: match_type '{other}' is not supported"))),
+        }
+    });
+    // Tests on registered results.
+    for (name, key) in [("changed", "changed"), ("change", "changed"), ("skipped", "skipped"), ("skip", "skipped")] {
+        env.add_test(name, move |v: Value| result_flag(&v, key, name));
+    }
+    for name in ["failed", "failure"] {
+        env.add_test(name, move |v: Value| result_flag(&v, "failed", name));
+    }
+    for name in ["succeeded", "success", "successful"] {
+        env.add_test(name, move |v: Value| Ok(!result_flag(&v, "failed", name)?));
+    }
+    env.add_test("subset", |a: Value, b: Value| -> Result<bool, Error> {
+        let b = items(&b)?;
+        Ok(items(&a)?.iter().all(|x| contains(&b, x)))
+    });
+    env.add_test("superset", |a: Value, b: Value| -> Result<bool, Error> {
+        let a = items(&a)?;
+        Ok(items(&b)?.iter().all(|x| contains(&a, x)))
+    });
+    env.add_test("contains", |a: Value, x: Value| -> Result<bool, Error> { Ok(contains(&items(&a)?, &x)) });
+    env.add_test("abs", |p: String| -> bool { p.starts_with('/') });
+}
+
+fn hash(data: &[u8], algo: &str) -> Result<String, Error> {
+    use sha2::Digest;
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+    Ok(match algo {
+        "sha1" => hex(&sha1::Sha1::digest(data)),
+        "sha224" => hex(&sha2::Sha224::digest(data)),
+        "sha256" => hex(&sha2::Sha256::digest(data)),
+        "sha384" => hex(&sha2::Sha384::digest(data)),
+        "sha512" => hex(&sha2::Sha512::digest(data)),
+        other => return Err(bad(format!("hash: '{other}' is not supported (sha1, sha224, sha256, sha384, sha512)"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use minijinja::context;
+
+    fn render(t: &str) -> String {
+        let mut env = minijinja::Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        super::add(&mut env);
+        env.render_str(
+            t,
+            context! { hv => context! { a => context! { ip => "10.0.0.1" }, b => context! { ip => "10.0.0.2" } } },
+        )
+        .unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    #[test]
+    fn filters_give_what_ansible_gives() {
+        let cases = [
+            ("{{ 'aGVsbG8=' | b64decode }}", "hello"),
+            ("{{ ('{\"a\": [1, 2]}' | from_json).a[1] }}", "2"),
+            ("{{ ('a: {b: 3}' | from_yaml).a.b }}", "3"),
+            ("{{ 'abc' | hash('sha1') }}", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+            ("{{ 'abc' | hash('sha256') }}", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            (
+                "{{ ({'a': 1, 'b': {'x': 1}} | combine({'b': {'y': 2}}, {'c': 3})) | tojson }}",
+                r#"{"a": 1, "b": {"y": 2}, "c": 3}"#,
+            ),
+            (
+                "{{ ({'b': {'x': 1}} | combine({'b': {'y': 2}}, recursive=true)) | tojson }}",
+                r#"{"b": {"x": 1, "y": 2}}"#,
+            ),
+            ("{{ {'a': 1, 'b': 2} | dict2items | tojson }}", r#"[{"key": "a", "value": 1}, {"key": "b", "value": 2}]"#),
+            ("{{ [{'k': 'x', 'v': 1}] | items2dict(key_name='k', value_name='v') | tojson }}", r#"{"x": 1}"#),
+            ("{{ [3, 1, 3, 2, 1] | unique | tojson }}", "[3, 1, 2]"),
+            ("{{ [1, 2, 3, 2] | difference([2]) | tojson }}", "[1, 3]"),
+            ("{{ [1, 2] | union([2, 3]) | tojson }}", "[1, 2, 3]"),
+            ("{{ [1, 2, 3] | intersect([3, 2, 9]) | tojson }}", "[2, 3]"),
+            ("{{ [1, [2, [3, none]]] | flatten | tojson }}", "[1, 2, 3]"),
+            ("{{ [1, [2, [3]]] | flatten(levels=1) | tojson }}", "[1, 2, [3]]"),
+            ("{{ 'v1.27.3+rke2r1' | regex_search('[0-9]+\\\\.[0-9]+') }}", "1.27"),
+            ("{{ 'v1.27.3' | regex_search('v(\\\\d+)\\\\.(\\\\d+)', '\\\\2') | tojson }}", r#"["27"]"#),
+            ("{{ 'no digits' | regex_search('\\\\d') is none }}", "True"),
+            ("{{ 'a=1 b=2' | regex_findall('(\\\\w)=(\\\\d)') | tojson }}", r#"[["a", "1"], ["b", "2"]]"#),
+            ("{{ '/etc/app.conf' | splitext | tojson }}", r#"["/etc/app", ".conf"]"#),
+            ("{{ ['a', 'b'] | map('extract', hv, 'ip') | join(',') }}", "10.0.0.1,10.0.0.2"),
+            ("{{ [1, 2] | zip(['a', 'b']) | tojson }}", r#"[[1, "a"], [2, "b"]]"#),
+            (
+                "{{ 'a:b'.split(':')[1] }} {{ ' x '.strip() }} {{ '/x'.startswith('/') }} {{ {'k': 1}.items() | list | tojson }}",
+                r#"b x True [["k", 1]]"#,
+            ),
+            ("{{ 5 | type_debug }} {{ 'x' | type_debug }} {{ {} | type_debug }}", "int str dict"),
+            (
+                "{{ 'rke2-server' is match('rke2') }} {{ 'x-rke2' is match('rke2') }} {{ 'x-rke2' is search('rke2') }}",
+                "True False True",
+            ),
+            (
+                "{{ {'changed': true, 'failed': false} is changed }} {{ {'failed': false} is succeeded }} {{ {'failed': true} is failed }}",
+                "True True True",
+            ),
+            ("{{ [1, 2] is subset([1, 2, 3]) }} {{ [1, 2, 3] is superset([4]) }}", "True False"),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter(|(t, want)| render(t) != *want)
+            .map(|(t, want)| format!("{t}\n  want {want}\n  got  {}", render(t)))
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_eq!(
+            render("{{ 'x' is changed }}"),
+            "error: invalid operation: the 'changed' test expects a registered result (a mapping), not string (in <string>:1)"
+        );
+        assert_eq!(
+            render("{{ 'x' | hash('md4') }}"),
+            "error: invalid operation: hash: 'md4' is not supported (sha1, sha224, sha256, sha384, sha512) (in <string>:1)"
+        );
+    }
+}
