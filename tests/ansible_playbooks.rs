@@ -165,6 +165,11 @@ fn stat_slurp_replace_and_raw_end_as_ansible_leaves_them() {
 }
 
 #[test]
+fn users_and_groups_end_as_ansible_leaves_them() {
+    same_as_ansible("accounts.yml");
+}
+
+#[test]
 fn line_and_block_edits_end_as_ansible_leaves_them() {
     same_as_ansible("edits.yml");
 }

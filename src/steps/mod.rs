@@ -51,6 +51,8 @@ macro_rules! kinds {
             wait_for: WaitFor(WaitForArgs),
             reboot: Reboot(RebootArgs),
             authorized_key: AuthorizedKey(AuthorizedKeyArgs),
+            user: User(UserArgs),
+            group: Group(GroupArgs),
             kube: Kube(KubeArgs),
             helm: Helm(HelmArgs),
             image_check: ImageCheck(ImageCheckArgs),

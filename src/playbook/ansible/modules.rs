@@ -24,6 +24,7 @@ pub const SUPPORTED: &[&str] = &[
     "fail",
     "fetch",
     "file",
+    "group",
     "lineinfile",
     "meta",
     "package",
@@ -40,6 +41,7 @@ pub const SUPPORTED: &[&str] = &[
     "systemd",
     "systemd_service",
     "template",
+    "user",
     "wait_for",
     "yum",
 ];
@@ -54,8 +56,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("modprobe", ""),
     ("mount", ""),
     ("hostname", ""),
-    ("user", ""),
-    ("group", ""),
     ("wait_for_connection", ""),
     ("pause", ""),
     ("git", ""),
@@ -855,6 +855,90 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             }
             a.finish(&["path", "regexp", "replace", "after", "before", "mode"]);
             "replace"
+        }
+        "user" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name", "user"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            for k in ["uid", "group", "comment", "home", "shell", "password"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            match a.value(&["groups"]) {
+                Some(Value::Null) | None => {}
+                Some(v @ (Value::String(_) | Value::Array(_))) => {
+                    out.insert("groups".into(), v);
+                }
+                Some(other) => {
+                    let (l, c) = a.at;
+                    a.p.add(
+                        l,
+                        c,
+                        format!("user: groups must be a list or text, not {}", kind_of(&other)),
+                        "here",
+                        None,
+                    );
+                }
+            }
+            put(
+                &mut out,
+                "update_password",
+                a.choice(
+                    &["update_password"],
+                    &[("always", "always"), ("on_create", "on_create")],
+                    "always or on_create",
+                ),
+            );
+            for k in ["append", "system", "remove", "force"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            put(&mut out, "create_home", a.flag(&["create_home", "createhome"]));
+            a.default_only("non_unique", json!(false), "copctl creates accounts with unique uids");
+            a.default_only("local", json!(false), "copctl manages accounts with useradd/usermod");
+            a.default_only("move_home", json!(false), "copctl does not move home directories yet");
+            a.default_only("generate_ssh_key", json!(false), "use a command task for ssh-keygen");
+            if !out.contains_key("name") {
+                a.missing("name");
+            }
+            a.finish(&[
+                "name",
+                "state",
+                "uid",
+                "group",
+                "groups",
+                "append",
+                "comment",
+                "home",
+                "shell",
+                "password",
+                "update_password",
+                "system",
+                "create_home",
+                "remove",
+                "force",
+            ]);
+            "user"
+        }
+        "group" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            put(&mut out, "gid", a.text(&["gid"]));
+            put(&mut out, "system", a.flag(&["system"]));
+            a.default_only("non_unique", json!(false), "copctl creates groups with unique gids");
+            a.default_only("local", json!(false), "copctl manages groups with groupadd/groupmod");
+            if !out.contains_key("name") {
+                a.missing("name");
+            }
+            a.finish(&["name", "state", "gid", "system"]);
+            "group"
         }
         "stat" => {
             let mut a = Args::new(p, name, node, extra, None);
