@@ -84,7 +84,99 @@ fn result_flag(v: &Value, key: &str, test: &str) -> Result<bool, Error> {
     Ok(!x.is_undefined() && x.is_true())
 }
 
+/// Python's `json.dumps` as Ansible calls it: `", "` and `": "` between items (`","` with an
+/// indent), non-ASCII escaped, keys in their order unless `sort`.
+pub fn python_json(v: &serde_json::Value, indent: Option<usize>, sort: bool) -> String {
+    fn string(s: &str, out: &mut String) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                    let mut buf = [0u16; 2];
+                    for u in c.encode_utf16(&mut buf) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    fn go(v: &serde_json::Value, indent: Option<usize>, sort: bool, level: usize, out: &mut String) {
+        let newline = |out: &mut String, level: usize| {
+            if let Some(n) = indent {
+                out.push('\n');
+                out.push_str(&" ".repeat(n * level));
+            }
+        };
+        let sep = if indent.is_some() { "," } else { ", " };
+        match v {
+            serde_json::Value::Null => out.push_str("null"),
+            serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            serde_json::Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() => out.push_str(&super::yaml_dump::python_float_repr(f)),
+                _ => out.push_str(&n.to_string()),
+            },
+            serde_json::Value::String(s) => string(s, out),
+            serde_json::Value::Array(a) if a.is_empty() => out.push_str("[]"),
+            serde_json::Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    newline(out, level + 1);
+                    go(x, indent, sort, level + 1, out);
+                }
+                newline(out, level);
+                out.push(']');
+            }
+            serde_json::Value::Object(m) if m.is_empty() => out.push_str("{}"),
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                if sort {
+                    keys.sort();
+                }
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    newline(out, level + 1);
+                    string(k, out);
+                    out.push_str(": ");
+                    go(&m[k.as_str()], indent, sort, level + 1, out);
+                }
+                newline(out, level);
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    go(v, indent, sort, 0, &mut out);
+    out
+}
+
 pub fn add(env: &mut Environment<'static>) {
+    env.add_filter("to_json", |v: Value, kw: Kwargs| -> Result<String, Error> {
+        let sort: Option<bool> = kw.get("sort_keys")?;
+        let indent: Option<usize> = kw.get("indent")?;
+        kw.assert_all_used()?;
+        Ok(python_json(&json_of(&v)?, indent, sort.unwrap_or(false)))
+    });
+    env.add_filter("to_nice_json", |v: Value, kw: Kwargs| -> Result<String, Error> {
+        let sort: Option<bool> = kw.get("sort_keys")?;
+        let indent: Option<usize> = kw.get("indent")?;
+        kw.assert_all_used()?;
+        Ok(python_json(&json_of(&v)?, Some(indent.unwrap_or(4)), sort.unwrap_or(true)))
+    });
     env.add_filter("b64decode", |s: String| -> Result<String, Error> {
         use base64::Engine;
         let b = base64::engine::general_purpose::STANDARD
@@ -96,6 +188,13 @@ pub fn add(env: &mut Environment<'static>) {
         let v: serde_json::Value = serde_json::from_str(&s).map_err(|e| bad(format!("from_json: {e}")))?;
         Ok(super::to_value(v))
     });
+    for (name, default_indent, flow) in [("to_yaml", 2, None), ("to_nice_yaml", 4, Some(false))] {
+        env.add_filter(name, move |v: Value, kw: Kwargs| -> Result<String, Error> {
+            let indent: Option<usize> = kw.get("indent")?;
+            kw.assert_all_used()?;
+            Ok(super::yaml_dump::dump(&json_of(&v)?, indent.unwrap_or(default_indent), flow))
+        });
+    }
     env.add_filter("from_yaml", |s: String| -> Result<Value, Error> {
         let v: serde_json::Value = serde_saphyr::from_str(&s).map_err(|e| bad(format!("from_yaml: {e}")))?;
         Ok(super::to_value(v))
@@ -117,10 +216,13 @@ pub fn add(env: &mut Environment<'static>) {
         all.extend(rest.0);
         let mut flat = Vec::new();
         for v in all {
-            if v.kind() == ValueKind::Seq { flat.extend(v.try_iter()?) } else { flat.push(v) }
+            match json_of(&v)? {
+                serde_json::Value::Array(a) => flat.extend(a),
+                other => flat.push(other),
+            }
         }
         for v in flat {
-            match json_of(&v)? {
+            match v {
                 serde_json::Value::Object(m) => merge(&mut out, m, deep.unwrap_or(false)),
                 other => return Err(bad(format!("combine: expects mappings, got {other}"))),
             }
@@ -377,6 +479,11 @@ mod tests {
                 "{{ 'a:b'.split(':')[1] }} {{ ' x '.strip() }} {{ '/x'.startswith('/') }} {{ {'k': 1}.items() | list | tojson }}",
                 r#"b x True [["k", 1]]"#,
             ),
+            (
+                "{{ {'b': [1, 'é'], 'a': {'c': none, 'd': 1.5}} | to_json }}",
+                r#"{"b": [1, "\u00e9"], "a": {"c": null, "d": 1.5}}"#,
+            ),
+            ("{{ {'b': [1], 'a': {}} | to_nice_json }}", "{\n    \"a\": {},\n    \"b\": [\n        1\n    ]\n}"),
             ("{{ 5 | type_debug }} {{ 'x' | type_debug }} {{ {} | type_debug }}", "int str dict"),
             (
                 "{{ 'rke2-server' is match('rke2') }} {{ 'x-rke2' is match('rke2') }} {{ 'x-rke2' is search('rke2') }}",
@@ -402,5 +509,22 @@ mod tests {
             render("{{ 'x' | hash('md4') }}"),
             "error: invalid operation: hash: 'md4' is not supported (sha1, sha224, sha256, sha384, sha512) (in <string>:1)"
         );
+    }
+}
+#[cfg(test)]
+mod lazy {
+    /// A variable holding templates is rendered when read; a mapping stays a mapping through
+    /// the filters (it once came out as a list of pairs).
+    #[test]
+    fn a_templated_mapping_keeps_its_shape() {
+        let t = crate::template::Templates::new(None);
+        let mut vars = crate::inventory::Vars::new();
+        vars.insert("c".into(), serde_json::json!({"token": "{{ 'x' }}", "n": [1, 2]}));
+        let ctx = t.context(&vars);
+        let r = |e: &str| t.render_str(e, &ctx).unwrap_or_else(|e| format!("error: {e}"));
+        assert_eq!(r("{{ c | to_json }}"), r#"{"token": "x", "n": [1, 2]}"#);
+        assert_eq!(r("{{ c | combine({'a': 1}) | to_json }}"), r#"{"token": "x", "n": [1, 2], "a": 1}"#);
+        assert_eq!(r("{{ c | to_nice_yaml }}"), "n:\n- 1\n- 2\ntoken: x\n");
+        assert_eq!(r("{{ c | dict2items | map(attribute='key') | join(',') }}"), "token,n");
     }
 }

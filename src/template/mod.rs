@@ -9,6 +9,7 @@
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
 mod filters;
+mod yaml_dump;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -485,10 +486,11 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
         serde_json::Value::Array(a) => {
             Value::from(a.iter().map(|x| render_json(env, x, ctx)).collect::<Result<Vec<_>, _>>()?)
         }
-        serde_json::Value::Object(m) => Value::from_iter(
+        // A mapping, in its order (minijinja makes a list of pairs from an iterator of pairs).
+        serde_json::Value::Object(m) => Value::from_object(
             m.iter()
-                .map(|(k, x)| Ok((k.clone(), render_json(env, x, ctx)?)))
-                .collect::<Result<Vec<(String, Value)>, minijinja::Error>>()?,
+                .map(|(k, x)| Ok((Value::from(k.as_str()), render_json(env, x, ctx)?)))
+                .collect::<Result<indexmap::IndexMap<Value, Value>, minijinja::Error>>()?,
         ),
         other => to_value(other),
     })
@@ -573,12 +575,6 @@ fn add_filters(env: &mut Environment<'static>) {
             Some(s) => matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1" | "y" | "t"),
             None => v.is_true(),
         }
-    });
-    env.add_filter("to_json", |v: Value| -> Result<String, minijinja::Error> {
-        serde_json::to_string(&v).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))
-    });
-    env.add_filter("to_nice_json", |v: Value| -> Result<String, minijinja::Error> {
-        serde_json::to_string_pretty(&v).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))
     });
     env.add_filter("b64encode", |s: String| -> String {
         use base64::Engine;

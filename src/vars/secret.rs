@@ -180,8 +180,8 @@ impl Redactor {
 
 /// A secret as it appears after the usual transformations, all masked: itself; shell-quoted
 /// as the `quote` filter writes it (the body between the outer quotes, so a quoted word that
-/// holds more than the secret is caught too); JSON-escaped without the outer quotes (serde's
-/// `to_json`, and minijinja's HTML-safe `tojson`); base64, standard and URL-safe, padded and
+/// holds more than the secret is caught too); JSON-escaped without the outer quotes (as is,
+/// with non-ASCII escaped as Ansible's `to_json` writes it, and minijinja's HTML-safe `tojson`); base64, standard and URL-safe, padded and
 /// not; URL-encoded as `urlencode` writes it; upper- and lower-case.
 pub fn encodings(secret: &str) -> Vec<String> {
     use base64::Engine;
@@ -190,11 +190,24 @@ pub fn encodings(secret: &str) -> Vec<String> {
     let json = json.strip_prefix('"').and_then(|j| j.strip_suffix('"')).unwrap_or(&json).to_string();
     let html_safe_json =
         json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026").replace('\'', "\\u0027");
+    // Ansible's `to_json` (Python's json.dumps) escapes every character past `~` as \uXXXX.
+    let ascii_json: String = json
+        .chars()
+        .flat_map(|c| {
+            if (c as u32) > 0x7e {
+                let mut buf = [0u16; 2];
+                c.encode_utf16(&mut buf).iter().map(|u| format!("\\u{u:04x}")).collect::<Vec<_>>()
+            } else {
+                vec![c.to_string()]
+            }
+        })
+        .collect();
     let mut out = vec![
         secret.to_string(),
         secret.replace('\'', "'\"'\"'"),
         json,
         html_safe_json,
+        ascii_json,
         urlencode(secret),
         secret.to_uppercase(),
         secret.to_lowercase(),

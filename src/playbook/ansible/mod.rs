@@ -607,12 +607,12 @@ mod tests {
 
     #[test]
     fn every_problem_of_the_file_is_reported() {
-        let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - user: name=x\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
+        let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - pause: seconds=1\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
         assert_eq!(
             problems(text),
             [
                 "t.yml:2:3: roles are not supported yet",
-                "t.yml:4:7: module 'user' is not supported yet",
+                "t.yml:4:7: module 'pause' is not supported yet",
                 "t.yml:6:7: unknown task keyword 'regster'",
                 "t.yml:7:31: copy: backup other than false is not supported",
                 "t.yml:8:7: unknown module 'frobnicate'",
