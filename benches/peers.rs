@@ -6,10 +6,12 @@
 //! restarted) must equal what copctl left on the same host, and the re-run must leave it as it was.
 //!
 //! `cargo bench --bench peers -- [--hosts 10,50,100] [--runs 3] [--tools copctl,ansible,pyinfra]
-//! [--workload files|base] [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale
+//! [--workload files|base|ansible] [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale
 //! 250,500,1000` (copctl alone: a 10-step playbook and the file workload, first run, re-run and the
 //! hosts' SSH-login floor, one run per size). The `files` workload (the default) adds
-//! `bench-files`: a 1 MiB copy and a template from play and host variables. Prints a Markdown
+//! `bench-files`: a 1 MiB copy and a template from play and host variables; `ansible` runs the
+//! peers' Ansible playbook (`site-files.yml`, the same work) through copctl itself, against
+//! ansible-playbook on the same file (issue 17's speed check). Prints a Markdown
 //! table; `--out` also writes JSON.
 
 #[path = "../tests/lab/mod.rs"]
@@ -335,8 +337,34 @@ fn peer(path: &str) -> PathBuf {
     p
 }
 
-fn command(tool: Tool, site: &Site, n: usize, files: bool) -> Command {
+/// The workload: the shipped playbooks (`base`), plus `bench-files` (`files`), or the Ansible
+/// playbook `benches/peers/site-files.yml` run by copctl itself (`ansible`: the same file
+/// through both tools).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Workload {
+    Base,
+    Files,
+    Ansible,
+}
+
+fn command(tool: Tool, site: &Site, n: usize, workload: Workload) -> Command {
+    let files = workload != Workload::Base;
     let mut c = match tool {
+        Tool::Copctl if workload == Workload::Ansible => {
+            let mut c = Command::new(copctl_bin());
+            c.arg("run")
+                .arg(repo().join("benches/peers/site-files.yml"))
+                .arg("-e")
+                .arg(format!("copctl_templates={}", repo().join("templates").display()))
+                .arg("-e")
+                .arg(format!("bench_site={}", site.dir.display()))
+                .args(["-i", "inventory.ini", "--output", "json", "-f"])
+                .arg(n.to_string())
+                .arg("--known-hosts")
+                .arg(&site.lab.known_hosts)
+                .env("COPCTL_NO_PROGRESS", "1");
+            c
+        }
         Tool::Copctl => {
             let mut c = Command::new(copctl_bin());
             c.args(["run", "system-setup", "system-dns"]);
@@ -382,8 +410,7 @@ struct Args {
     tools: Vec<Tool>,
     out: Option<PathBuf>,
     scale: Vec<usize>,
-    /// The workload with `bench-files` (a 1 MiB copy and a template), or without (`--workload base`).
-    files: bool,
+    workload: Workload,
 }
 
 fn parse_args() -> Args {
@@ -393,7 +420,7 @@ fn parse_args() -> Args {
         tools: vec![Tool::Copctl, Tool::Ansible, Tool::Pyinfra],
         out: None,
         scale: vec![],
-        files: true,
+        workload: Workload::Files,
     };
     let list = |v: Option<String>| -> Vec<usize> {
         v.expect("a value").split(',').map(|x| x.trim().parse().expect("a number")).collect()
@@ -410,10 +437,11 @@ fn parse_args() -> Args {
             "--out" => a.out = it.next().map(PathBuf::from),
             "--scale" => a.scale = list(it.next()),
             "--workload" => {
-                a.files = match it.next().as_deref() {
-                    Some("files") => true,
-                    Some("base") => false,
-                    other => panic!("--workload files|base, not {other:?}"),
+                a.workload = match it.next().as_deref() {
+                    Some("files") => Workload::Files,
+                    Some("base") => Workload::Base,
+                    Some("ansible") => Workload::Ansible,
+                    other => panic!("--workload files|base|ansible, not {other:?}"),
                 }
             }
             "--tools" => {
@@ -432,6 +460,10 @@ fn parse_args() -> Args {
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
+    }
+    if a.workload == Workload::Ansible {
+        // pyinfra cannot run an Ansible playbook.
+        a.tools.retain(|t| *t != Tool::Pyinfra);
     }
     if !a.tools.contains(&Tool::Copctl) {
         a.tools.insert(0, Tool::Copctl);
@@ -541,8 +573,12 @@ fn main() {
         return;
     }
     eprintln!(
-        "workload: system-setup + system-dns{}; tools: {}; hosts: {:?}; {} run(s) each",
-        if args.files { " + bench-files (1 MiB copy, template)" } else { "" },
+        "workload: {}; tools: {}; hosts: {:?}; {} run(s) each",
+        match args.workload {
+            Workload::Base => "system-setup + system-dns",
+            Workload::Files => "system-setup + system-dns + bench-files (1 MiB copy, template)",
+            Workload::Ansible => "the Ansible playbook benches/peers/site-files.yml, run by each tool",
+        },
         args.tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
         args.hosts,
         args.runs
@@ -558,7 +594,7 @@ fn main() {
                 let mut ms = vec![];
                 for label in ["first", "rerun"] {
                     let log = site.dir.join(format!("{}-{label}.log", tool.name()));
-                    let (m, code) = measure(command(tool, &site, n, args.files), &site.lab, &log);
+                    let (m, code) = measure(command(tool, &site, n, args.workload), &site.lab, &log);
                     assert_eq!(
                         code,
                         0,
@@ -658,8 +694,10 @@ fn report(args: &Args, results: &Results, json: &mut String) {
         }
     }
     json.push_str("], \"ratios\": [");
-    println!("\n| hosts | peer | first run: peer / copctl | re-run: peer / copctl | host CPU (first): peer / copctl |");
-    println!("|---:|---|---:|---:|---:|");
+    println!(
+        "\n| hosts | peer | first run: peer / copctl | re-run: peer / copctl | host CPU (first): peer / copctl | peak memory: copctl / peer |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|");
     let mut sep = "";
     for &n in &args.hosts {
         let (c1, c2) = &results[&(n, Tool::Copctl)];
@@ -668,10 +706,11 @@ fn report(args: &Args, results: &Results, json: &mut String) {
             let r1 = med(p1, |m| m.wall) / med(c1, |m| m.wall);
             let r2 = med(p2, |m| m.wall) / med(c2, |m| m.wall);
             let r3 = med(p1, |m| m.host_cpu) / med(c1, |m| m.host_cpu).max(0.01);
-            println!("| {n} | {} | {r1:.1}× | {r2:.1}× | {r3:.1}× |", tool.name());
+            let r4 = med(c1, |m| m.pss_mib) / med(p1, |m| m.pss_mib).max(0.01);
+            println!("| {n} | {} | {r1:.1}× | {r2:.1}× | {r3:.1}× | {r4:.2}× |", tool.name());
             write!(
                 json,
-                "{sep}{{\"hosts\": {n}, \"peer\": \"{}\", \"first\": {r1:.2}, \"rerun\": {r2:.2}, \"host_cpu\": {r3:.2}}}",
+                "{sep}{{\"hosts\": {n}, \"peer\": \"{}\", \"first\": {r1:.2}, \"rerun\": {r2:.2}, \"host_cpu\": {r3:.2}, \"memory\": {r4:.3}}}",
                 tool.name()
             )
             .unwrap();
