@@ -25,6 +25,7 @@ pub const SUPPORTED: &[&str] = &[
     "fetch",
     "file",
     "group",
+    "include_vars",
     "lineinfile",
     "meta",
     "package",
@@ -62,7 +63,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("pip", ""),
     ("cron", ""),
     ("find", ""),
-    ("include_vars", ""),
     ("add_host", ""),
     ("group_by", ""),
     ("apt_key", ""),
@@ -939,6 +939,80 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             }
             a.finish(&["name", "state", "gid", "system"]);
             "group"
+        }
+        "include_vars" => {
+            // Read when the playbook is loaded and set as facts (Ansible's include_vars sits
+            // just below set_fact in its precedence): the file must be named literally.
+            let mut a = Args::new(p, name, node, extra, None);
+            let file = a.take_raw().map(|(r, ..)| r).or_else(|| a.text(&["file", "_raw_params"]));
+            let under = a.text(&["name"]);
+            a.finish(&["file", "name"]);
+            let Some(file) = file else {
+                p.add(
+                    node.line,
+                    node.column,
+                    "include_vars: file is required (dir is not supported yet)".into(),
+                    "here",
+                    None,
+                );
+                return None;
+            };
+            if file.contains("{{") || file.contains("{%") {
+                let m = format!("include_vars: a templated file name ('{file}') is not supported yet");
+                p.add(node.line, node.column, m, "here", Some("name the file literally".into()));
+                return None;
+            }
+            let candidates = if Path::new(&file).is_absolute() {
+                vec![std::path::PathBuf::from(&file)]
+            } else {
+                vec![dir.join("vars").join(&file), dir.join(&file)]
+            };
+            let Some(path) = candidates.iter().find(|c| c.is_file()) else {
+                let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+                p.add(
+                    node.line,
+                    node.column,
+                    format!("include_vars: {file} not found"),
+                    "here",
+                    Some(format!("looked in {}", tried.join(", "))),
+                );
+                return None;
+            };
+            let source = match crate::error::read_source(path) {
+                Ok(s) => s,
+                Err(e) => {
+                    p.errors.push(e);
+                    return None;
+                }
+            };
+            if source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
+                let m = format!("include_vars: {file} is vault-encrypted, which is not supported here yet");
+                p.add(
+                    node.line,
+                    node.column,
+                    m,
+                    "here",
+                    Some("put the variables in group_vars/ (vaulted files are read there)".into()),
+                );
+                return None;
+            }
+            let vars = match crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
+                Ok(m) => m.unwrap_or_default(),
+                Err(e) => {
+                    p.errors.push(e);
+                    return None;
+                }
+            };
+            match under {
+                Some(n) => {
+                    out.insert(n, Value::Object(vars));
+                }
+                None => out.extend(vars),
+            }
+            if out.is_empty() {
+                return Some(Translated { kind: None, args: Value::Null, fields });
+            }
+            "set_fact"
         }
         "stat" => {
             let mut a = Args::new(p, name, node, extra, None);
