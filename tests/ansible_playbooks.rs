@@ -170,6 +170,11 @@ fn users_and_groups_end_as_ansible_leaves_them() {
 }
 
 #[test]
+fn loops_with_loop_control_and_with_dict_end_as_ansible_leaves_them() {
+    same_as_ansible("loops.yml");
+}
+
+#[test]
 fn line_and_block_edits_end_as_ansible_leaves_them() {
     same_as_ansible("edits.yml");
 }

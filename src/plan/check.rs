@@ -30,6 +30,18 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
                 _ => {}
             }
+            if s.def.loop_over.is_some() {
+                // A loop registers each item's result under `results`.
+                let lc = s.def.loop_control.as_ref();
+                let var = crate::playbook::LoopControl::var(lc);
+                let mut one = v.clone();
+                one[var] = json!("");
+                one["ansible_loop_var"] = json!(var);
+                if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
+                    one[iv] = json!(0);
+                }
+                v["results"] = json!([one]);
+            }
             out.insert(r.clone(), v);
         }
         if let Action::SetFact(m) = &s.action {
@@ -61,8 +73,25 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(l) = &step.def.loop_over {
-            let item = l.as_array().and_then(|a| a.first().cloned()).unwrap_or(json!(""));
-            reg.insert("item".into(), item);
+            // A templated list is evaluated as far as the plan can (its first item stands for
+            // all); one that needs results of the run gets a text placeholder.
+            let first = match l {
+                Value::String(s) => {
+                    let ctx = site.context(pb, host, Arc::new(reg.clone()));
+                    site.templates
+                        .eval(s, &ctx)
+                        .ok()
+                        .and_then(|v| serde_json::to_value(&v).ok())
+                        .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
+                }
+                other => other.as_array().and_then(|a| a.first().cloned()),
+            };
+            let item = first.unwrap_or(json!(""));
+            let lc = step.def.loop_control.as_ref();
+            reg.insert(crate::playbook::LoopControl::var(lc).into(), item);
+            if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
+                reg.insert(iv.into(), json!(0));
+            }
         }
         let ctx = site.context(pb, host, Arc::new(reg));
         check_step(site, pb, step, host, &ctx)?;

@@ -449,8 +449,11 @@ impl Builder<'_> {
                 crate::playbook::Condition::All(v) => v.clone(),
             };
             exprs.iter().any(|e| {
-                let uses_runtime =
-                    IDENT.find_iter(e).any(|m| runtime_names.contains(m.as_str()) || m.as_str() == "item");
+                let lc = step.def.loop_control.as_ref();
+                let loop_names = [Some(crate::playbook::LoopControl::var(lc)), lc.and_then(|l| l.index_var.as_deref())];
+                let uses_runtime = IDENT
+                    .find_iter(e)
+                    .any(|m| runtime_names.contains(m.as_str()) || loop_names.contains(&Some(m.as_str())));
                 !uses_runtime && self.site.templates.eval(e, &ctx).is_ok_and(|v| !v.is_true())
             })
         })

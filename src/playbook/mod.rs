@@ -16,7 +16,7 @@ use serde_saphyr::Spanned;
 
 use crate::error::{Error, Result, Source};
 use crate::inventory::Vars;
-pub use step::{Action, Condition, OneOrMany, StepDef};
+pub use step::{Action, Condition, LoopControl, OneOrMany, StepDef};
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/playbooks");
 

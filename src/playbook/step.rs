@@ -19,6 +19,22 @@ pub enum Condition {
     All(Vec<String>),
 }
 
+/// `loop_control:` the loop variable's name (default `item`), a variable holding the item's
+/// index, and the label shown for an item.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LoopControl {
+    pub loop_var: Option<String>,
+    pub index_var: Option<String>,
+    pub label: Option<String>,
+}
+
+impl LoopControl {
+    pub fn var(lc: Option<&LoopControl>) -> &str {
+        lc.and_then(|l| l.loop_var.as_deref()).unwrap_or("item")
+    }
+}
+
 /// `StepDef` with one optional field per kind, in the order of `kinds!` (serde's "expected one
 /// of" list names the fields in that order), and `take_action`.
 macro_rules! step_def {
@@ -52,6 +68,7 @@ macro_rules! step_def {
             pub vars: IndexMap<String, Value>,
             #[serde(rename = "loop")]
             pub loop_over: Option<Value>,
+            pub loop_control: Option<LoopControl>,
             pub creates: Option<String>,
             pub removes: Option<String>,
             pub unless: Option<String>,

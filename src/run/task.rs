@@ -105,13 +105,23 @@ impl Job {
                     let mut status = Status::Ok;
                     let mut msgs = Vec::new();
                     let mut diffs = Vec::new();
-                    for item in items {
+                    let lc = step.def.loop_control.as_ref();
+                    let var = crate::playbook::LoopControl::var(lc);
+                    let index_var = lc.and_then(|l| l.index_var.as_deref());
+                    for (index, item) in items.into_iter().enumerate() {
                         let mut o2 = own.clone();
-                        o2.insert("item".into(), item.clone());
+                        o2.insert(var.into(), item.clone());
+                        if let Some(iv) = index_var {
+                            o2.insert(iv.into(), json!(index));
+                        }
                         let c2 = self.context(&o2);
                         let o = self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await;
                         let mut r = o.registered();
-                        r["item"] = item;
+                        r[var] = item;
+                        r["ansible_loop_var"] = json!(var);
+                        if let Some(iv) = index_var {
+                            r[iv] = json!(index);
+                        }
                         results.push(r);
                         status = match (status, o.status) {
                             (_, Status::Unreachable) | (Status::Unreachable, _) => Status::Unreachable,
@@ -123,7 +133,8 @@ impl Job {
                             msgs.push(o.msg.clone());
                         }
                         diffs.extend(o.diff.clone());
-                        if matches!(o.status, Status::Failed | Status::Unreachable) {
+                        // Ansible runs every item, whichever failed; an unreachable host ends it.
+                        if o.status == Status::Unreachable {
                             break;
                         }
                     }

@@ -123,7 +123,8 @@ pub fn is_list_of_plays(text: &str) -> bool {
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
 /// problem of the file is reported together.
 pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
-    let root: Node = crate::yaml::parse_ansible(&source)?;
+    let mut root: Node = crate::yaml::parse_ansible(&source)?;
+    root.keep_short_words(&source.text);
     let mut f = Front { p: Problems { source: &source, errors: Vec::new() }, dir: dir.to_path_buf() };
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();

@@ -62,6 +62,30 @@ impl Node {
         }
     }
 
+    /// PyYAML keeps a plain `y`, `Y`, `n` or `N` as text (its booleans are yes/no, true/false,
+    /// on/off); the YAML reader made them booleans. Put back from the text where they are
+    /// written.
+    pub fn keep_short_words(&mut self, text: &str) {
+        match &mut self.kind {
+            Kind::Scalar(Value::Bool(_)) => {
+                let word: String = text
+                    .lines()
+                    .nth(self.line.saturating_sub(1))
+                    .unwrap_or("")
+                    .chars()
+                    .skip(self.column.saturating_sub(1))
+                    .take_while(|c| !c.is_whitespace() && !",]}#".contains(*c))
+                    .collect();
+                if matches!(word.as_str(), "y" | "Y" | "n" | "N") {
+                    self.kind = Kind::Scalar(Value::String(word));
+                }
+            }
+            Kind::Scalar(_) => {}
+            Kind::Seq(items) => items.iter_mut().for_each(|n| n.keep_short_words(text)),
+            Kind::Map(m) => m.iter_mut().for_each(|(_, n)| n.keep_short_words(text)),
+        }
+    }
+
     /// What kind of YAML value this is, for messages.
     pub fn what(&self) -> &'static str {
         match &self.kind {
@@ -176,5 +200,13 @@ mod tests {
         let task = &tasks.as_seq().unwrap()[0];
         let (k, v) = &task.as_map().unwrap()[1];
         assert_eq!((k.name.as_str(), k.line, k.column, v.to_value()), ("mode", 4, 7, Value::from(0o755)));
+    }
+
+    #[test]
+    fn y_and_n_stay_text_as_in_pyyaml() {
+        let src = crate::error::Source::new("x.yml", "a: [x, y, n, yes]\nb: Y\nc: {k: N}\nd: 'y'\n");
+        let mut n: Node = crate::yaml::parse_ansible(&src).unwrap();
+        n.keep_short_words(&src.text);
+        assert_eq!(n.to_value(), serde_json::json!({"a": ["x", "y", "n", true], "b": "Y", "c": {"k": "N"}, "d": "y"}));
     }
 }

@@ -20,6 +20,7 @@ pub const KEYWORDS: &[&str] = &[
     "notify",
     "loop",
     "with_items",
+    "with_dict",
     "loop_control",
     "tags",
     "become",
@@ -58,7 +59,6 @@ const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("action", "write the module as the task's key"),
     ("local_action", ""),
     ("listen", "notify the handler by its name"),
-    ("with_dict", "write loop: \"{{ x | dict2items }}\""),
     ("with_fileglob", ""),
     ("with_together", ""),
     ("with_sequence", ""),
@@ -296,10 +296,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "tags" => names(f, k, v, true).map(Value::from),
                     "loop" => Some(v.to_value()),
                     "with_items" => with_items(f, k, v),
-                    "loop_control" => {
-                        loop_control(f, k, v);
-                        None
-                    }
+                    "with_dict" => with_dict(f, k, v),
+                    "loop_control" => loop_control(f, k, v),
                     "become_user" => {
                         if v.as_str() != Some("root") {
                             f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
@@ -348,9 +346,9 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     _ => None,
                 };
                 if let Some(value) = value {
-                    let key = if n == "with_items" { "loop" } else { n };
+                    let key = if n == "with_items" || n == "with_dict" { "loop" } else { n };
                     if def.contains_key(key) {
-                        f.p.add_key(k, "a task loops once: loop or with_items, not both".into(), None);
+                        f.p.add_key(k, "a task loops once: one of loop, with_items, with_dict".into(), None);
                     }
                     def.insert(key.to_string(), value);
                 }
@@ -468,23 +466,47 @@ fn with_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     }
 }
 
-/// `loop_control`: the loop variable must stay `item` (the engine's); `label` only changes what
-/// Ansible prints.
-fn loop_control(f: &mut Front, k: &Key, v: &Node) {
+/// `loop_control`: `loop_var`, `index_var` and `label` as Ansible has them.
+fn loop_control(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     let Some(m) = v.as_map() else {
         f.p.add_key(k, format!("loop_control: must be a mapping, not {}", v.what()), None);
-        return;
+        return None;
     };
+    let mut out = Map::new();
     for (ck, cv) in m {
         match ck.name.as_str() {
-            "loop_var" if cv.as_str() == Some("item") => {}
-            "loop_var" => f.p.add_key(ck, "loop_control: a loop_var other than item is not supported yet".into(), None),
-            "label" => {}
+            n @ ("loop_var" | "index_var" | "label") => match cv.to_value() {
+                Value::String(s) => {
+                    out.insert(n.into(), Value::String(s));
+                }
+                other => f.p.add_key(ck, format!("loop_control: {n} must be text, not {other}"), None),
+            },
             other => f.p.add_key(
                 ck,
                 format!("loop_control: {other} is not supported yet"),
-                Some("loop_control takes: loop_var (item), label".into()),
+                Some("loop_control takes: loop_var, index_var, label".into()),
             ),
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// `with_dict`: `loop` over the mapping's `{key, value}` items, as Ansible's dict lookup gives
+/// them: a literal mapping when the playbook is loaded, a templated one when the loop runs.
+fn with_dict(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    match v.to_value() {
+        Value::Object(m) => {
+            Some(Value::Array(m.into_iter().map(|(key, value)| json!({"key": key, "value": value})).collect()))
+        }
+        Value::String(s)
+            if s.trim().starts_with("{{") && s.trim().ends_with("}}") && s.trim().matches("{{").count() == 1 =>
+        {
+            let expr = s.trim().trim_start_matches("{{").trim_end_matches("}}").trim();
+            Some(Value::String(format!("{{{{ ({expr}) | dict2items }}}}")))
+        }
+        _ => {
+            f.p.add_key(k, "with_dict: a mapping, or one {{ expression }} giving a mapping".into(), None);
+            None
         }
     }
 }
