@@ -1,0 +1,167 @@
+//! Ansible's `block`/`rescue`/`always` run by copctl against ansible-playbook itself (the
+//! oracle, ansible-core in the peers' venv): the playbooks of tests/fixtures/ansible-blocks/ on
+//! three fresh lab hosts each, where blocks fail on some hosts only, run twice by each tool; after
+//! each run the hosts' files and the per-host recap counts (rescued included) must be the same.
+//! Plus what is refused and how `plan` shows the parts of a block.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use common::*;
+
+const HOSTS: usize = 3;
+
+/// A site on fresh lab hosts with the fixture playbooks and an ansible.cfg for ansible-playbook.
+fn site() -> Site {
+    let site = Site::hosts(HOSTS);
+    site.fixture("ansible-blocks");
+    let d = site.dir().display().to_string();
+    site.write(
+        "ansible.cfg",
+        format!(
+            "[defaults]\ninterpreter_python = /usr/bin/python3\nretry_files_enabled = False\n\
+             host_key_checking = True\nlocal_tmp = {d}/home/.ansible/tmp\nforks = 10\n\
+             [ssh_connection]\npipelining = True\n\
+             ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes\n\
+             control_path_dir = {d}/cp\n",
+            kh = site.lab().known_hosts.display()
+        ),
+    );
+    for i in 0..HOSTS {
+        site.lab().sh(i, "mkdir -p /opt/app");
+    }
+    site
+}
+
+/// host → [ok, changed, failed, skipped, rescued, ignored, unreachable] (ok counts changed
+/// tasks too, as Ansible's does).
+type Recap = BTreeMap<String, [u64; 7]>;
+const COLUMNS: &str = "[ok, changed, failed, skipped, rescued, ignored, unreachable]";
+
+/// ansible-playbook's PLAY RECAP; it must exit 0 when `ok`, else 2 (a host failed).
+fn ansible_run(site: &Site, playbook: &str, ok: bool) -> Recap {
+    let out = ansible_cmd("ansible-playbook")
+        .args(["-i", "inventory.ini", playbook])
+        .current_dir(site.dir())
+        .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
+        .env("HOME", site.path("home"))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(if ok { 0 } else { 2 }),
+        "ansible-playbook {playbook}:\n{text}\n{}",
+        stderr(&out)
+    );
+    let mut recap = Recap::new();
+    for line in text.lines().skip_while(|l| !l.starts_with("PLAY RECAP")).skip(1) {
+        let Some((host, counts)) = line.split_once(" : ") else { continue };
+        let get = |k: &str| -> u64 {
+            counts
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{k} in {line}"))
+        };
+        let keys = ["ok", "changed", "failed", "skipped", "rescued", "ignored", "unreachable"];
+        recap.insert(host.trim().to_string(), keys.map(get));
+    }
+    assert!(!recap.is_empty(), "no recap in:\n{text}");
+    recap
+}
+
+/// copctl's recap in the same terms; it must exit 0 when `ok`, else 2.
+fn copctl_run(site: &Site, playbook: &str, ok: bool) -> Recap {
+    let ran = site.run_json(&[playbook], if ok { 0 } else { 2 });
+    ran.recap()
+        .iter()
+        .map(|(h, r)| {
+            let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+            let counts = [
+                n("ok") + n("changed"),
+                n("changed"),
+                n("failed"),
+                n("skipped"),
+                n("rescued"),
+                n("ignored"),
+                n("unreachable"),
+            ];
+            (h.clone(), counts)
+        })
+        .collect()
+}
+
+/// Every file under /opt/app of every host: kind, mode, owner, group and content.
+fn state(site: &Site) -> BTreeMap<String, String> {
+    fn walk(root: &Path, shown: &str, out: &mut BTreeMap<String, String>) {
+        let Ok(md) = std::fs::symlink_metadata(root) else { return };
+        let perm = format!("{:o} {}:{}", md.mode() & 0o7777, md.uid(), md.gid());
+        if md.is_dir() {
+            out.insert(shown.into(), format!("dir {perm}"));
+            let mut entries: Vec<_> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.file_name()).collect();
+            entries.sort();
+            for e in entries {
+                walk(&root.join(&e), &format!("{shown}/{}", e.to_string_lossy()), out);
+            }
+        } else {
+            let text = String::from_utf8_lossy(&std::fs::read(root).unwrap()).into_owned();
+            out.insert(shown.into(), format!("file {perm}\n{text}"));
+        }
+    }
+    let mut out = BTreeMap::new();
+    for i in 0..HOSTS {
+        let host = &site.lab().hosts[i].name;
+        walk(&site.lab().path(i, "/opt/app"), &format!("{host}:/opt/app"), &mut out);
+    }
+    out
+}
+
+fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
+    let mut d = String::new();
+    for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+        if a.get(k) != b.get(k) {
+            d.push_str(&format!("{k}:\n  ansible: {:?}\n  copctl:  {:?}\n", a.get(k), b.get(k)));
+        }
+    }
+    d
+}
+
+/// The same playbook, first run and re-run, by both tools on their own fresh hosts (at once:
+/// the two sites share nothing). Returns copctl's files after the re-run.
+fn same_as_ansible(playbook: &str, ok: bool) -> BTreeMap<String, String> {
+    let (theirs, ours) = (site(), site());
+    let mut last = BTreeMap::new();
+    for run in ["first run", "re-run"] {
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| ansible_run(&theirs, playbook, ok));
+            let b = copctl_run(&ours, playbook, ok);
+            (a.join().unwrap(), b)
+        });
+        eprintln!("{playbook} {run}: recap {COLUMNS}: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs), state(&ours));
+        assert_eq!(diff(&sa, &sb), "", "{playbook} {run}: the hosts' files differ");
+        assert_eq!(a, b, "{playbook} {run}: recap counts {COLUMNS} differ");
+        last = sb;
+    }
+    last
+}
+
+#[test]
+fn rescue_and_always_end_as_ansible_leaves_them() {
+    let files = same_as_ansible("rescue.yml", true);
+    // What the rescues read about the failure they caught.
+    assert_eq!(files["lab-2:/opt/app/rescued"], "file 644 0:0\nfails on lab-2 rc=0\n");
+    assert_eq!(files["lab-3:/opt/app/outer-rescued"], "file 644 0:0\nouter rescued inner rescue fails on lab-3\n");
+}
+
+#[test]
+fn a_failed_rescue_runs_always_and_the_host_stays_failed() {
+    let files = same_as_ansible("failing.yml", false);
+    assert!(files.contains_key("lab-2:/opt/app/always") && !files.contains_key("lab-2:/opt/app/later"));
+    assert!(files.contains_key("lab-1:/opt/app/cleanup") && !files.contains_key("lab-1:/opt/app/later"));
+    assert!(files.contains_key("lab-3:/opt/app/later"));
+}
