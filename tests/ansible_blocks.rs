@@ -165,3 +165,89 @@ fn a_failed_rescue_runs_always_and_the_host_stays_failed() {
     assert!(files.contains_key("lab-1:/opt/app/cleanup") && !files.contains_key("lab-1:/opt/app/later"));
     assert!(files.contains_key("lab-3:/opt/app/later"));
 }
+
+#[test]
+fn plan_shows_the_parts_of_blocks() {
+    let site = Site::new();
+    site.fixture("ansible-blocks");
+    site.write("inventory.ini", "[lab]\nlab-1\nlab-2\n");
+    site.test()
+        .args(["plan", "failing.yml", "--limit", "lab-2"])
+        .stdout(
+            "limit: lab-2
+playbook failing
+  play lab (hosts: lab)
+    batch 1/1
+      lab-2
+          - [command] fails on lab-2
+          - [command] the rescue fails too  (rescue: if the block failed)
+          - [copy] always still runs  (always)
+          - [command] fails on lab-1
+          - [copy] cleanup  (always)
+        - [copy] later, only where nothing failed
+6 tasks; hosts that may change: lab-2
+",
+        )
+        .run();
+}
+
+#[test]
+fn what_a_block_cannot_hold_is_refused_where_it_is_written() {
+    Test::new()
+        .inventory("[web]\nw1\n")
+        .write(
+            "site.yml",
+            "- hosts: web\n  tasks:\n    - rescue:\n        - debug: msg=x\n    - block:\n        - meta: flush_handlers\n      no_log: true\n      retry: 3\n",
+        )
+        .args(["validate", "site.yml"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x site.yml: 4 problems: copctl cannot run this playbook as written
+
+Error: 
+  x site.yml:3:7: rescue without block
+   ,-[site.yml:3:7]
+ 2 |   tasks:
+ 3 |     - rescue:
+   :       ^^^|^^
+   :          `-- here
+ 4 |         - debug: msg=x
+   `----
+  help: rescue and always are parts of a block: put the tasks they guard under block:
+
+Error: 
+  x site.yml:7:7: block keyword 'no_log' is not supported yet
+   ,-[site.yml:7:7]
+ 6 |         - meta: flush_handlers
+ 7 |       no_log: true
+   :       ^^^|^^
+   :          `-- here
+ 8 |       retry: 3
+   `----
+
+Error: 
+  x site.yml:8:7: unknown block keyword 'retry'
+   ,-[site.yml:8:7]
+ 7 |       no_log: true
+ 8 |       retry: 3
+   :       ^^|^^
+   :         `-- here
+   `----
+  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, vars, ignore_errors, delegate_to, run_once, environment, notify
+
+Error: 
+  x site.yml:6:11: meta: flush_handlers inside a block is not supported yet
+   ,-[site.yml:6:11]
+ 5 |     - block:
+ 6 |         - meta: flush_handlers
+   :           ^^^^^^^^^^|^^^^^^^^^
+   :                     `-- in this block
+ 7 |       no_log: true
+   `----
+  help: flush the handlers between blocks, at the level of the play's tasks
+
+"#,
+        )
+        .run();
+}
