@@ -277,3 +277,46 @@ Error:
         )
         .run();
 }
+
+/// Where Ansible's hosts, in lock-step, would all be sent into a rescue or always part (or
+/// dropped): refused rather than run differently.
+#[test]
+fn what_lock_step_decides_is_refused() {
+    Test::new()
+        .inventory("[web]\nw1\n")
+        .write(
+            "site.yml",
+            "- hosts: web\n  any_errors_fatal: true\n  tasks:\n    - block:\n        - name: once\n          command: \"false\"\n          run_once: true\n      always:\n        - debug: msg=x\n",
+        )
+        .args(["validate", "site.yml"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            r#"  x site.yml: 2 problems: copctl cannot run this playbook as written
+
+Error: 
+  x site.yml:5:11: run_once in a block with rescue or always is not supported yet
+   ,-[site.yml:5:11]
+ 4 |     - block:
+ 5 |         - name: once
+   :           ^^^^^|^^^^
+   :                `-- this task
+ 6 |           command: "false"
+   `----
+  help: when it fails, Ansible drops the batch's other hosts silently: run it outside the block
+
+Error: 
+  x site.yml:2:3: any_errors_fatal with a block's rescue or always part (line 9) is not supported yet
+   ,-[site.yml:2:3]
+ 1 | - hosts: web
+ 2 |   any_errors_fatal: true
+   :   ^^^^^^^^|^^^^^^^
+   :           `-- here
+ 3 |   tasks:
+   `----
+  help: Ansible then runs the rescue or always part on every host of the batch: drop one of the two
+
+"#,
+        )
+        .run();
+}

@@ -159,9 +159,37 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     if f.p.count() != before {
         return;
     }
+    // A run_once step that fails in a block with rescue or always: Ansible runs the rescue on
+    // the host it ran on and drops the batch's other hosts without a word (it fails them twice:
+    // as run_once and as any_errors_fatal). Not something to copy.
+    let guarded = steps.iter().any(|s| s.blocks.first().is_some_and(|e| e.part != Part::Block));
     for mut s in steps {
         inherit(&inherited, &mut s);
+        if guarded && s.def.run_once {
+            f.p.add(
+                s.line,
+                s.column,
+                "run_once in a block with rescue or always is not supported yet".into(),
+                "this task",
+                Some("when it fails, Ansible drops the batch's other hosts silently: run it outside the block".into()),
+            );
+            continue;
+        }
         out.push(s);
+    }
+}
+
+/// `any_errors_fatal` on a play with a block's rescue or always part: Ansible then sends every
+/// host of the batch into the rescue or always of the block it is in (its hosts run in lock-step,
+/// all at the same task), which copctl's hosts, each at its own pace, do not do.
+pub fn refuse_with_any_errors_fatal<'a>(f: &mut Front, k: &Key, steps: impl Iterator<Item = &'a Step>) {
+    let guarded = |s: &&Step| s.blocks.iter().any(|e| e.part != Part::Block);
+    if let Some(s) = steps.into_iter().find(guarded) {
+        f.p.add_key(
+            k,
+            format!("any_errors_fatal with a block's rescue or always part (line {}) is not supported yet", s.line),
+            Some("Ansible then runs the rescue or always part on every host of the batch: drop one of the two".into()),
+        );
     }
 }
 
