@@ -320,3 +320,24 @@ Error:
         )
         .run();
 }
+
+/// A rescued host is not a failed one: `max_fail_percentage: 0` over `serial: 1` batches does not
+/// stop the play. The counts are ansible-playbook's for this playbook (ansible-core 2.19: lab-1
+/// ok=2 rescued=1, lab-2 ok=1 skipped=1, exit 0), pinned here rather than run again: the
+/// differential test above already pays for ansible-playbook's time.
+#[test]
+fn a_rescued_host_does_not_count_against_max_fail_percentage() {
+    let site = Site::hosts(2);
+    site.write(
+        "serial.yml",
+        "- name: serial with rescue\n  hosts: lab\n  gather_facts: false\n  serial: 1\n  max_fail_percentage: 0\n  tasks:\n    - block:\n        - name: fails on lab-1\n          command: \"false\"\n          when: inventory_hostname == 'lab-1'\n      rescue:\n        - name: rescued\n          debug: msg=r\n    - name: after\n      debug: msg=after\n",
+    );
+    let ran = site.run_json(&["serial.yml"], 0);
+    let recap = ran.recap();
+    let counts = |h: &str| {
+        let r = &recap[h];
+        ["ok", "changed", "failed", "skipped", "rescued"].map(|k| r[k].as_u64().unwrap())
+    };
+    assert_eq!(counts("lab-1"), [2, 0, 0, 0, 1], "lab-1 [ok, changed, failed, skipped, rescued]");
+    assert_eq!(counts("lab-2"), [1, 0, 0, 1, 0], "lab-2 [ok, changed, failed, skipped, rescued]");
+}

@@ -373,8 +373,8 @@ impl Engine {
             if rescued {
                 // Ansible's names for what failed, for the rescue to read.
                 let mut m = self.registered.get(&host).map(|a| (**a).clone()).unwrap_or_default();
-                let name = step.as_ref().map(|s| s.name.clone()).unwrap_or_default();
-                m.insert("ansible_failed_task".into(), json!({"name": name, "action": t.label}));
+                let (name, kind) = step.as_ref().map(|s| (s.name.clone(), s.action.kind())).unwrap_or_default();
+                m.insert("ansible_failed_task".into(), json!({"name": name, "action": kind}));
                 m.insert("ansible_failed_result".into(), o.registered());
                 self.registered.insert(host.clone(), Arc::new(m));
             }
