@@ -52,6 +52,11 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
         if let Action::Setup(_) = &s.action {
             out.extend(crate::steps::setup::placeholder_vars());
         }
+        // What a block's rescue reads about the failure it caught.
+        if s.blocks.iter().any(|e| e.part == crate::playbook::Part::Rescue) {
+            out.insert("ansible_failed_task".into(), json!({"name": "", "action": ""}));
+            out.insert("ansible_failed_result".into(), placeholder_result());
+        }
     }
     out
 }

@@ -139,7 +139,7 @@ pub fn text(plan: &Plan) -> String {
                 for h in hosts {
                     let _ = writeln!(out, "      {h}");
                     for t in in_batch.iter().filter(|t| t.host.as_deref() == Some(h)) {
-                        let _ = writeln!(out, "        - {}", task_line(plan, t));
+                        let _ = writeln!(out, "        {}", task_line(plan, t));
                     }
                 }
             }
@@ -154,7 +154,7 @@ pub fn text(plan: &Plan) -> String {
             for h in hosts {
                 let _ = writeln!(out, "    outside --limit, read-only: {h}");
                 for t in outside.iter().filter(|t| t.host.as_deref() == Some(h)) {
-                    let _ = writeln!(out, "        - {}", task_line(plan, t));
+                    let _ = writeln!(out, "        {}", task_line(plan, t));
                 }
             }
         }
@@ -173,8 +173,16 @@ pub fn text(plan: &Plan) -> String {
 }
 
 fn task_line(plan: &Plan, t: &Task) -> String {
-    let mut s = format!("[{}] {}", kind(plan, t), t.label);
+    // Steps of Ansible blocks: indented one level per enclosing block, those of a rescue or
+    // always part marked so (a rescue runs only on hosts where the block failed).
+    let blocks = plan.step(t).map(|s| s.blocks.as_slice()).unwrap_or_default();
+    let mut s = format!("{}- [{}] {}", "  ".repeat(blocks.len()), kind(plan, t), t.label);
     let mut flags = Vec::new();
+    match blocks.last().map(|e| e.part) {
+        Some(crate::playbook::Part::Rescue) => flags.push("rescue: if the block failed".to_string()),
+        Some(crate::playbook::Part::Always) => flags.push("always".to_string()),
+        _ => {}
+    }
     if t.read_only {
         flags.push("read-only".to_string());
     }

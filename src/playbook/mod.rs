@@ -104,6 +104,24 @@ pub struct Step {
     pub read_only: bool,
     pub line: usize,
     pub column: usize,
+    /// The Ansible blocks that enclose the step, outermost first (empty for native steps): the
+    /// engine runs a block's `rescue` and `always` parts from them.
+    pub blocks: Vec<Enclosing>,
+}
+
+/// Which part of an Ansible block holds a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Block,
+    Rescue,
+    Always,
+}
+
+/// One block enclosing a step: the block (numbered once per playbook load) and the part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enclosing {
+    pub id: usize,
+    pub part: Part,
 }
 
 #[derive(Debug, Clone)]
@@ -492,7 +510,7 @@ fn import_steps(source: &Source, def: StepDef, line: usize, col: usize, step_lis
 }
 
 /// Both conditions: the import's first.
-fn and_conditions(outer: Option<Condition>, inner: Option<Condition>) -> Option<Condition> {
+pub(crate) fn and_conditions(outer: Option<Condition>, inner: Option<Condition>) -> Option<Condition> {
     let exprs = |c: Condition| match c {
         Condition::Bool(true) => Ok(vec![]),
         Condition::Bool(false) => Err(()),
@@ -563,5 +581,5 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             ),
         ));
     }
-    Ok(Step { name, def, action, read_only, line, column: col })
+    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new() })
 }

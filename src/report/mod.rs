@@ -10,7 +10,7 @@
 //! - `task_end`: the same plus `status` (ok|changed|skipped|failed|unreachable), `msg`,
 //!   `duration_ms`, `rc`, `ignored`, and with `--diff` `diff`
 //! - `run_end`: `exit_code`, `interrupted`, `duration_ms`, `recap` (per host: ok, changed, failed,
-//!   skipped, unreachable, ignored, seconds)
+//!   skipped, unreachable, ignored, rescued, seconds)
 
 pub mod inventory;
 pub mod record;
@@ -43,6 +43,8 @@ pub struct HostRecap {
     pub skipped: u32,
     pub unreachable: u32,
     pub ignored: u32,
+    /// Failures a block's `rescue` caught (Ansible's `rescued`): not counted as failed.
+    pub rescued: u32,
     pub seconds: f64,
 }
 
@@ -286,14 +288,32 @@ impl Reporter {
         }
         let w = recap.keys().map(String::len).max().unwrap_or(4).max(4);
         let mut out = String::from("\nRECAP\n");
+        // The rescued column shows only in runs where a rescue caught a failure (Ansible
+        // playbooks' blocks): other recaps read as they always have.
+        let rescued = recap.values().any(|r| r.rescued > 0);
         out.push_str(&format!(
-            "{:w$}  {:>5} {:>8} {:>7} {:>8} {:>12} {:>8} {:>8}\n",
-            "host", "ok", "changed", "failed", "skipped", "unreachable", "ignored", "time"
+            "{:w$}  {:>5} {:>8} {:>7} {:>8} {:>12} {:>8}{} {:>8}\n",
+            "host",
+            "ok",
+            "changed",
+            "failed",
+            "skipped",
+            "unreachable",
+            "ignored",
+            if rescued { format!(" {:>8}", "rescued") } else { String::new() },
+            "time"
         ));
         for (h, r) in recap {
             out.push_str(&format!(
-                "{h:w$}  {:>5} {:>8} {:>7} {:>8} {:>12} {:>8} {:>7.1}s\n",
-                r.ok, r.changed, r.failed, r.skipped, r.unreachable, r.ignored, r.seconds
+                "{h:w$}  {:>5} {:>8} {:>7} {:>8} {:>12} {:>8}{} {:>7.1}s\n",
+                r.ok,
+                r.changed,
+                r.failed,
+                r.skipped,
+                r.unreachable,
+                r.ignored,
+                if rescued { format!(" {:>8}", r.rescued) } else { String::new() },
+                r.seconds
             ));
         }
         if !slowest.is_empty() {

@@ -5,6 +5,7 @@
 //! new tasks (running ones finish; a second Ctrl-C abandons them), and the recap and last-failed
 //! are written all the same.
 
+mod rescue;
 mod task;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -94,6 +95,11 @@ pub struct Engine {
     /// Facts set from secrets (`set_fact` of a template that read one): secret variables for
     /// the rest of the run.
     secret_facts: Arc<BTreeSet<String>>,
+    /// Hosts on their way to a block's rescue or always part after a failure (rescue.rs), with
+    /// what failed.
+    detours: HashMap<String, (rescue::Detour, String)>,
+    /// Per host, the blocks whose rescue it has entered: the only rescue steps it runs.
+    rescuing: HashMap<String, HashSet<usize>>,
 }
 
 /// Tags a task carries: its step's and its play's.
@@ -142,6 +148,8 @@ impl Engine {
             tasks_left,
             stop: tokio::sync::watch::channel(false).0,
             secret_facts: Arc::default(),
+            detours: HashMap::new(),
+            rescuing: HashMap::new(),
         }
     }
 
@@ -178,6 +186,27 @@ impl Engine {
 
     fn why_not(&mut self, n: NodeIndex) -> Option<Block> {
         let t = self.plan.graph[n].clone();
+        // A host on its way to a rescue or always part passes over the steps before it, unseen
+        // and uncounted (as Ansible does); reaching a rescue, it is no longer failing.
+        if let (TaskKind::Step(si), Some(h)) = (t.kind, &t.host)
+            && let Some((d, _)) = self.detours.get(h)
+            && (d.playbook, d.play) == (t.playbook, t.play)
+        {
+            if si < d.to {
+                return Some(Block::Quiet(None));
+            }
+            if let Some(id) = d.rescue {
+                self.rescuing.entry(h.clone()).or_default().insert(id);
+            }
+            if d.pending.is_none() {
+                self.detours.remove(h);
+            }
+        }
+        if let (Some(s), Some(h)) = (self.plan.step(&t), &t.host)
+            && !rescue::runs(s, self.rescuing.get(h))
+        {
+            return Some(Block::Quiet(None));
+        }
         if let Some(reason) = self.blocked.get(&n) {
             return Some(Block::Reported(reason.clone()));
         }
@@ -212,6 +241,7 @@ impl Engine {
     fn finish(&mut self, n: NodeIndex, reason: Option<String>, ready: &mut VecDeque<NodeIndex>) {
         self.state[n.index()] = State::Done;
         let t = self.plan.graph[n].clone();
+        let reason = reason.or_else(|| self.always_done(n));
         if let Some(h) = t.runs_on.as_ref().or(t.host.as_ref())
             && let Some(left) = self.tasks_left.get_mut(h)
         {
@@ -253,9 +283,14 @@ impl Engine {
     }
 
     fn count(&mut self, host: &str, status: Status, ignored: bool, secs: f64) {
+        self.count_as(host, status, ignored, false, secs)
+    }
+
+    fn count_as(&mut self, host: &str, status: Status, ignored: bool, rescued: bool, secs: f64) {
         let r = self.recap.entry(host.to_string()).or_default();
         match (status, ignored) {
             (_, true) => r.ignored += 1,
+            (Status::Failed, _) if rescued => r.rescued += 1,
             (Status::Ok, _) => r.ok += 1,
             (Status::Changed, _) => r.changed += 1,
             (Status::Skipped, _) => r.skipped += 1,
@@ -273,7 +308,17 @@ impl Engine {
         let plan = self.plan.clone();
         let pb = &plan.playbooks[t.playbook];
         let ignore = step.as_ref().is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
-        self.count(&host, o.status, ignore, elapsed.as_secs_f64());
+        // A failure inside blocks: where the host goes next (unreachable hosts are out, as in
+        // Ansible: no rescue runs for them).
+        let detour = match (&step, t.kind) {
+            (Some(s), TaskKind::Step(si)) if o.status == Status::Failed && !ignore && !s.blocks.is_empty() => {
+                let steps = &pb.plays[t.play].steps;
+                Some((rescue::counts_as_rescued(steps, si, &s.blocks), rescue::after_failure(steps, si, &s.blocks)))
+            }
+            _ => None,
+        };
+        let rescued = detour.as_ref().is_some_and(|(r, _)| *r);
+        self.count_as(&host, o.status, ignore, rescued, elapsed.as_secs_f64());
         self.timings.push((elapsed.as_secs_f64(), format!("{host} › {} › {}", pb.plays[t.play].name, t.label)));
         // run_once: the result stands for every host of the batch.
         let owners: Vec<String> = if t.run_once {
@@ -324,7 +369,61 @@ impl Engine {
         if !failed {
             return None;
         }
-        self.failed_hosts.entry(host.clone()).or_insert(o.status);
+        if let Some((rescued, next)) = detour {
+            if rescued {
+                // Ansible's names for what failed, for the rescue to read.
+                let mut m = self.registered.get(&host).map(|a| (**a).clone()).unwrap_or_default();
+                let (name, kind) = step.as_ref().map(|s| (s.name.clone(), s.action.kind())).unwrap_or_default();
+                m.insert("ansible_failed_task".into(), json!({"name": name, "action": kind}));
+                m.insert("ansible_failed_result".into(), o.registered());
+                self.registered.insert(host.clone(), Arc::new(m));
+            }
+            match rescue::Detour::new(t.playbook, t.play, next) {
+                Some(d) => {
+                    self.detours.insert(host.clone(), (d, t.label.clone()));
+                    return None;
+                }
+                None => {
+                    self.detours.remove(&host);
+                }
+            }
+        }
+        self.host_failed(n, o.status, &t.label)
+    }
+
+    /// After the last step of an always part that a failure is pending on: the failure goes on
+    /// outwards, to another block's rescue or always part, or it fails the host (the reason).
+    fn always_done(&mut self, n: NodeIndex) -> Option<String> {
+        let t = &self.plan.graph[n];
+        let (TaskKind::Step(si), Some(host)) = (t.kind, t.host.clone()) else { return None };
+        let (d, label) = self.detours.get(&host)?;
+        let (end, outer) = d.pending.as_ref()?;
+        if (d.playbook, d.play) != (t.playbook, t.play) || *end != si {
+            return None;
+        }
+        let label = label.clone();
+        let steps = &self.plan.playbooks[t.playbook].plays[t.play].steps;
+        let next = rescue::after_failure(steps, si, outer);
+        match rescue::Detour::new(t.playbook, t.play, next) {
+            Some(d) => {
+                self.detours.insert(host, (d, label));
+                None
+            }
+            None => {
+                self.detours.remove(&host);
+                self.host_failed(n, Status::Failed, &label)
+            }
+        }
+    }
+
+    /// A host has failed at `label` (task `n` or the always part after it): it is out of the
+    /// rest of the run, and its batch's failures may stop the play.
+    fn host_failed(&mut self, n: NodeIndex, status: Status, label: &str) -> Option<String> {
+        let t = self.plan.graph[n].clone();
+        let host = t.host.clone().unwrap_or_default();
+        let plan = self.plan.clone();
+        let pb = &plan.playbooks[t.playbook];
+        self.failed_hosts.entry(host.clone()).or_insert(status);
         let play = &pb.plays[t.play];
         let batch_hosts =
             self.plan.batches[t.playbook][t.play].get(t.batch.saturating_sub(1)).map(Vec::len).unwrap_or(1);
@@ -367,7 +466,7 @@ impl Engine {
             self.reporter.note(&format!("{why}; the remaining batches and the plays that need it do not run"));
             self.aborted_plays.insert((t.playbook, t.play), why);
         }
-        Some(format!("{host} failed at '{}'", t.label))
+        Some(format!("{host} failed at '{label}'"))
     }
 
     fn task_end_report(&self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> TaskEnd {
@@ -555,6 +654,7 @@ impl Engine {
                 a.failed += r.failed;
                 a.skipped += r.skipped;
                 a.unreachable += r.unreachable;
+                a.rescued += r.rescued;
                 a
             });
             r.write_json(

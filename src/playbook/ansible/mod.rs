@@ -370,6 +370,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             );
         }
     }
+    if any_errors_fatal && let Some((k, _)) = get("any_errors_fatal") {
+        block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, _)| s));
+    }
     if f.p.count() != before {
         return None;
     }

@@ -36,7 +36,7 @@ pub const KEYWORDS: &[&str] = &[
 ];
 
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
-const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
+pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("no_log", ""),
     ("check_mode", ""),
     ("diff", ""),
@@ -88,7 +88,7 @@ const STRUCTURE_NOT_YET: &[&str] = &[
 
 /// A task's condition (`when`, `changed_when`, `failed_when`) as the native one: a boolean, an
 /// expression or a list of them.
-fn condition(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+pub(super) fn condition(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     match &v.kind {
         Kind::Scalar(Value::Bool(b)) => Some(json!(b)),
         Kind::Scalar(Value::String(s)) => Some(json!(s)),
@@ -118,7 +118,7 @@ fn condition(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     }
 }
 
-fn flag(f: &mut Front, k: &Key, v: &Node) -> Option<bool> {
+pub(super) fn flag(f: &mut Front, k: &Key, v: &Node) -> Option<bool> {
     match &v.kind {
         Kind::Scalar(Value::Bool(b)) => Some(*b),
         Kind::Scalar(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
@@ -136,7 +136,7 @@ fn flag(f: &mut Front, k: &Key, v: &Node) -> Option<bool> {
     }
 }
 
-fn text(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
+pub(super) fn text(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
     match &v.kind {
         Kind::Scalar(Value::String(s)) => Some(s.clone()),
         Kind::Scalar(Value::Number(n)) => Some(n.to_string()),
@@ -159,7 +159,7 @@ fn number(f: &mut Front, k: &Key, v: &Node) -> Option<u64> {
 }
 
 /// Names, from text (`a,b` splits as Ansible's tags do) or a list.
-fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Option<Vec<String>> {
+pub(super) fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let items: Vec<&Node> = match &v.kind {
         Kind::Seq(s) => s.iter().collect(),
@@ -182,7 +182,7 @@ fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Option<Vec<Str
 }
 
 /// A mapping of variables.
-fn vars(f: &mut Front, k: &Key, v: &Node) -> Option<Map<String, Value>> {
+pub(super) fn vars(f: &mut Front, k: &Key, v: &Node) -> Option<Map<String, Value>> {
     match (&v.kind, v.to_value()) {
         (Kind::Map(_), Value::Object(m)) => Some(m),
         (Kind::Scalar(Value::Null), _) => Some(Map::new()),
@@ -238,6 +238,13 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                 k,
                 format!("task keyword '{}' is not supported yet", k.name),
                 (!why.is_empty()).then(|| why.to_string()),
+            );
+            continue;
+        } else if k.name == "rescue" || k.name == "always" {
+            f.p.add_key(
+                k,
+                format!("{} without block", k.name),
+                Some("rescue and always are parts of a block: put the tasks they guard under block:".into()),
             );
             continue;
         } else if STRUCTURE_NOT_YET.contains(&k.name.as_str()) {
