@@ -297,16 +297,16 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  roles: [common]\n  tasks:\n    - user: name=deploy\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  strategy: free\n  tasks:\n    - user: name=deploy\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
-  x site.yml:2:3: roles are not supported yet
+  x site.yml:2:3: play keyword 'strategy' is not supported yet
    ,-[site.yml:2:3]
  1 | - hosts: web
- 2 |   roles: [common]
-   :   ^^|^^
-   :     `-- here
+ 2 |   strategy: free
+   :   ^^^^|^^^
+   :       `-- here
  3 |   tasks:
    `----
 

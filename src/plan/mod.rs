@@ -472,10 +472,17 @@ impl Builder<'_> {
         let runs_on = match &step.def.delegate_to {
             Some(d) => {
                 let target = self.site.render_for_host(pb, host, d).map_err(|e| {
-                    pb.source.error_at(step.line, step.column, 0, format!("delegate_to: {e}"), "in this step", None)
+                    step.source(&pb.source).error_at(
+                        step.line,
+                        step.column,
+                        0,
+                        format!("delegate_to: {e}"),
+                        "in this step",
+                        None,
+                    )
                 })?;
                 if !self.site.inventory.hosts.contains_key(&target) {
-                    return Err(pb.source.error_at(
+                    return Err(step.source(&pb.source).error_at(
                         step.line,
                         step.column,
                         0,

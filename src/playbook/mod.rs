@@ -104,6 +104,16 @@ pub struct Step {
     pub read_only: bool,
     pub line: usize,
     pub column: usize,
+    /// The file the step is written in when not the playbook's own (an Ansible task file or
+    /// role): `line` and `column` are in it.
+    pub file: Option<Source>,
+}
+
+impl Step {
+    /// The file `line` and `column` point into: this step's own, else the playbook's.
+    pub fn source<'a>(&'a self, playbook: &'a Source) -> &'a Source {
+        self.file.as_ref().unwrap_or(playbook)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -563,5 +573,5 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             ),
         ));
     }
-    Ok(Step { name, def, action, read_only, line, column: col })
+    Ok(Step { name, def, action, read_only, line, column: col, file: None })
 }
