@@ -248,3 +248,28 @@ Error:
 "#,
     );
 }
+
+#[test]
+fn a_play_from_an_imported_playbook_is_reported_in_its_file() {
+    Test::new()
+        .inventory("[web]\nw1\n")
+        .write("site.yml", "- import_playbook: more/other.yml\n")
+        .write("more/other.yml", "# another playbook\n- hosts: wbe\n  tasks:\n    - ping:\n")
+        .args(["plan", "site.yml"])
+        .status(1)
+        .stdout("")
+        .stderr_normalized(
+            r#"  x more/other.yml:2:1: play 'wbe': hosts 'wbe': 'wbe' is no group or host of inventory.ini
+   ,-[more/other.yml:2:1]
+ 1 | # another playbook
+ 2 | - hosts: wbe
+   : ^^^^^^|^^^^^
+   :       `-- in this play
+ 3 |   tasks:
+   `----
+  help: groups in inventory.ini: all, ungrouped, web
+
+"#,
+        )
+        .run();
+}

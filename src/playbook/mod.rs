@@ -136,6 +136,16 @@ pub struct Play {
     pub r#become: Option<bool>,
     pub steps: Vec<Step>,
     pub line: usize,
+    /// The file the play is written in when not the playbook's own (an Ansible playbook
+    /// brought in by import_playbook): `line` is in it.
+    pub file: Option<Source>,
+}
+
+impl Play {
+    /// The file `line` points into: this play's own, else the playbook's.
+    pub fn source<'a>(&'a self, playbook: &'a Source) -> &'a Source {
+        self.file.as_ref().unwrap_or(playbook)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -368,6 +378,7 @@ impl Playbook {
                 r#become: d.r#become,
                 steps,
                 line,
+                file: None,
             });
         }
         let pb = Playbook {

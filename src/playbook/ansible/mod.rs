@@ -336,6 +336,7 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
                 p.tags.push(t.clone());
             }
         }
+        p.file.get_or_insert_with(|| source.clone());
         for s in &mut p.steps {
             s.file.get_or_insert_with(|| source.clone());
         }
@@ -602,6 +603,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         r#become,
         steps: Vec::new(),
         line: node.line,
+        file: None,
     };
     let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
         let mut name = wanted.clone();
