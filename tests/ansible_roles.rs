@@ -41,9 +41,11 @@ fn site(n: usize) -> Site {
 type Recap = BTreeMap<String, [u64; 5]>;
 
 /// ansible-playbook's PLAY RECAP as host → [ok, changed, failed, skipped, ignored].
-fn ansible_run(site: &Site, playbook: &str) -> Recap {
+fn ansible_run(site: &Site, args: &[&str]) -> Recap {
+    let playbook = args[0];
     let out = ansible_cmd("ansible-playbook")
-        .args(["-i", "inventory.ini", playbook])
+        .args(["-i", "inventory.ini"])
+        .args(args)
         .current_dir(site.dir())
         .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
         .env("HOME", site.path("home"))
@@ -71,8 +73,8 @@ fn ansible_run(site: &Site, playbook: &str) -> Recap {
 }
 
 /// copctl's recap in the same terms.
-fn copctl_run(site: &Site, playbook: &str) -> Recap {
-    let ran = site.run_json(&[playbook], 0);
+fn copctl_run(site: &Site, args: &[&str]) -> Recap {
+    let ran = site.run_json(args, 0);
     ran.recap()
         .iter()
         .map(|(h, r)| {
@@ -125,7 +127,7 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
 fn roles_task_files_and_imported_playbooks_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
     for run in ["first run", "re-run"] {
-        let (a, b) = (ansible_run(&theirs, "site.yml"), copctl_run(&ours, "site.yml"));
+        let (a, b) = (ansible_run(&theirs, &["site.yml"]), copctl_run(&ours, &["site.yml"]));
         eprintln!("site.yml {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
         let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
         assert!(sb.contains_key("lab-1:/opt/app/web/web.conf"), "the web role ran: {sb:?}");
@@ -136,6 +138,20 @@ fn roles_task_files_and_imported_playbooks_end_as_ansible_leaves_them() {
         expected.get_mut("lab-2").expect("lab-2 in the recap")[3] += 1;
         assert_eq!(expected, b, "site.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
     }
+}
+
+/// `--tags` through roles (a role's tags reach its tasks and its dependencies'), imports (their
+/// tags reach the imported tasks) and includes (their tags are their own).
+#[test]
+fn tags_select_in_roles_and_task_files_what_ansible_selects() {
+    let (theirs, ours) = (site(1), site(1));
+    let args = ["site.yml", "--tags", "web,extra"];
+    let (a, b) = (ansible_run(&theirs, &args), copctl_run(&ours, &args));
+    eprintln!("site.yml --tags web,extra: ansible {a:?} copctl {b:?}");
+    let (sa, sb) = (state(&theirs, 1), state(&ours, 1));
+    assert_eq!(diff(&sa, &sb), "", "site.yml --tags: the hosts' files differ");
+    assert!(sb.contains_key("lab-1:/opt/app/extra.txt") && !sb.contains_key("lab-1:/opt/app/lab1.txt"), "{sb:?}");
+    assert_eq!(a, b, "site.yml --tags: recap counts differ");
 }
 
 /// `copctl validate site.yml` in a site with `files` (ansible.cfg's roles_path: shared-roles/).

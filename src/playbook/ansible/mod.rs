@@ -64,8 +64,13 @@ pub(crate) struct Front {
     roles_path: Option<Vec<PathBuf>>,
     /// The roles' defaults: the playbook's variables, the lowest layer.
     defaults: crate::inventory::Vars,
-    /// The roles of the play so far, with their parameters: a role runs once per play.
-    roles_seen: Vec<(PathBuf, Value)>,
+    /// The roles of the play so far, with their parameters: a role runs once per play. Of one
+    /// of the play's `roles:`, where its steps are in theirs.
+    roles_seen: Vec<(PathBuf, Value, Option<std::ops::Range<usize>>)>,
+    /// Whether the play's `roles:` are being expanded.
+    in_play_roles: bool,
+    /// The tags of the roles being expanded, outermost first.
+    role_tags: Vec<Vec<String>>,
     /// The handlers of the play's roles, before the play's own (Ansible's order).
     role_handlers: Vec<Step>,
     /// Roles being read, outermost first (a dependency on one of them is a loop).
@@ -180,6 +185,8 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         roles_path: None,
         defaults: Default::default(),
         roles_seen: Vec::new(),
+        in_play_roles: false,
+        role_tags: Vec::new(),
         role_handlers: Vec::new(),
         role_chain: Vec::new(),
     };
@@ -584,7 +591,11 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         }
         all_handlers.push(h);
     }
-    let handlers = all_handlers;
+    // Ansible runs a notified handler whatever `--tags` selects (its tags are not read).
+    let mut handlers = all_handlers;
+    for h in &mut handlers {
+        h.def.tags = Some(crate::playbook::OneOrMany::Many(vec!["always".into()]));
+    }
     if f.p.count() != before {
         return None;
     }

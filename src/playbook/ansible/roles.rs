@@ -42,11 +42,13 @@ pub fn play_roles(f: &mut Front, k: &Key, v: &Node, out: &mut Vec<Step>) {
             return;
         }
     };
+    f.in_play_roles = true;
     for item in items {
         if let Some(spec) = entry(f, item) {
             role(f, spec, out);
         }
     }
+    f.in_play_roles = false;
 }
 
 /// One entry of `roles:` or of `dependencies:`: a name, or a mapping with `role` (or `name`),
@@ -336,13 +338,22 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         .and_then(|m| m.iter().find(|(k, _)| k.name == "allow_duplicates"))
         .is_some_and(|(_, v)| matches!(v.to_value(), Value::Bool(true)));
     let params = Value::Object(spec.vars.params.clone());
+    let mut seen_at = None;
     if spec.once && !allow_duplicates {
-        if f.roles_seen.iter().any(|(p, v)| *p == canonical && *v == params) {
+        if let Some((.., first)) = f.roles_seen.iter().find(|(p, v, _)| *p == canonical && *v == params) {
+            // Ansible runs the role where it is first selected: by `--tags`, that may be here,
+            // so this place's tags are the first one's too.
+            let tags: Vec<String> = f.role_tags.iter().flatten().chain(&spec.keywords.tags).cloned().collect();
+            if let (Some(range), true, false) = (first.clone(), f.in_play_roles, tags.is_empty()) {
+                Inherit { tags, ..Inherit::default() }.apply(&mut out[range]);
+            }
             return;
         }
-        f.roles_seen.push((canonical.clone(), params));
+        seen_at = Some(f.roles_seen.len());
+        f.roles_seen.push((canonical.clone(), params, None));
     }
     f.role_chain.push(canonical.clone());
+    f.role_tags.push(spec.keywords.tags.clone());
     let start = out.len();
     let role_place =
         Place { task_dir: dir.join("tasks"), search: vec![dir.clone(), f.dir.clone()], role_dir: Some(dir.clone()) };
@@ -408,5 +419,9 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     }
     own.apply(&mut out[tasks_start..]);
     spec.keywords.apply(&mut out[start..]);
+    f.role_tags.pop();
     f.role_chain.pop();
+    if let (Some(i), true) = (seen_at, f.in_play_roles) {
+        f.roles_seen[i].2 = Some(start..out.len());
+    }
 }
