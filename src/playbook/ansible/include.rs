@@ -283,11 +283,11 @@ pub fn tasks_file(
 ) {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if f.reading.contains(&canonical) {
-        let chain = f.reading.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" → ");
+        let chain = f.reading.iter().map(|p| display_name(f, p)).collect::<Vec<_>>().join(" → ");
         f.p.add(
             at.0,
             at.1,
-            format!("{what}: {} includes itself", path.display()),
+            format!("{what}: {} includes itself", display_name(f, path)),
             "this include",
             Some(format!("the files being read: {chain}")),
         );

@@ -425,3 +425,86 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         f.roles_seen[i].2 = Some(start..out.len());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{Error, Source};
+    use crate::playbook::{Condition, Playbook};
+
+    /// The playbook `site.yml` of a directory holding `files`.
+    fn load(files: &[(&str, &str)]) -> (tempfile::TempDir, Result<Playbook, Vec<String>>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let p = dir.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join("site.yml")).unwrap();
+        let r = super::super::parse("site", Source::new("site.yml", text), dir.path()).map_err(|e| match e {
+            Error::Many { errors, .. } => errors.iter().map(|e| e.to_string()).collect(),
+            e => vec![e.to_string()],
+        });
+        (dir, r)
+    }
+
+    fn names(pb: &Playbook) -> Vec<String> {
+        pb.plays.iter().flat_map(|p| &p.steps).map(|s| s.name.clone()).collect()
+    }
+
+    #[test]
+    fn a_dependency_runs_once_per_play_before_the_role() {
+        let (_d, pb) = load(&[
+            (
+                "site.yml",
+                "- hosts: all\n  gather_facts: false\n  roles: [a, b, a]\n- hosts: all\n  gather_facts: false\n  roles: [b]\n",
+            ),
+            ("roles/a/tasks/main.yml", "- name: a\n  ping:\n"),
+            ("roles/b/meta/main.yml", "dependencies: [a, {role: a, x: 1}]\n"),
+            ("roles/b/tasks/main.yml", "- name: b\n  ping:\n"),
+        ]);
+        // Parameters that differ make another run of the role; a new play starts afresh.
+        assert_eq!(names(&pb.unwrap()), ["a", "a", "b", "a", "a", "b"]);
+    }
+
+    #[test]
+    fn a_roles_defaults_are_the_playbooks_vars_and_its_vars_each_tasks() {
+        let (dir, pb) = load(&[
+            (
+                "site.yml",
+                "- hosts: all\n  gather_facts: false\n  roles:\n    - role: r\n      p: 1\n      when: ok_a\n",
+            ),
+            ("roles/r/defaults/main.yml", "d: 1\n"),
+            ("roles/r/vars/main.yml", "v: 1\np: 0\n"),
+            ("roles/r/tasks/main.yml", "- name: t\n  ping:\n  when: ok_b\n  vars: {v: 2, p: 2}\n"),
+        ]);
+        let pb = pb.unwrap();
+        assert_eq!(pb.vars.get("d"), Some(&serde_json::json!(1)));
+        let s = &pb.plays[0].steps[0];
+        assert_eq!(s.def.vars.get("v"), Some(&serde_json::json!(2)), "the task's own vars over the role's");
+        assert_eq!(s.def.vars.get("p"), Some(&serde_json::json!(1)), "role parameters over the task's vars");
+        assert_eq!(s.def.vars.get("role_name"), Some(&serde_json::json!("r")));
+        assert_eq!(s.def.when, Some(Condition::All(vec!["ok_a".into(), "ok_b".into()])));
+        assert_eq!(
+            s.file.as_ref().map(|f| f.name.as_str()),
+            Some(format!("{}/roles/r/tasks/main.yml", dir.path().display()).as_str())
+        );
+    }
+
+    #[test]
+    fn a_file_that_includes_itself_and_a_role_that_depends_on_itself_are_refused() {
+        let (dir, pb) = load(&[
+            ("site.yml", "- hosts: all\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - import_tasks: t.yml\n"),
+            ("t.yml", "- import_tasks: t.yml\n"),
+            ("roles/r/meta/main.yml", "dependencies: [r]\n"),
+        ]);
+        let errors = pb.unwrap_err();
+        let d = dir.path().display();
+        assert_eq!(
+            errors,
+            [
+                format!("{d}/roles/r/meta/main.yml:1:16: role 'r' depends on itself"),
+                format!("{d}/t.yml:1:17: import_tasks: {d}/t.yml includes itself"),
+            ]
+        );
+    }
+}
