@@ -2,10 +2,11 @@
 //! itself (ansible-core in the peers' venv, the oracle): tests/fixtures/ansible-roles/ (two
 //! roles, one a meta dependency of the other, defaults overridden by the inventory, role vars and
 //! parameters, a file, templates and handlers from the roles, import_tasks and include_tasks with
-//! when and tags, import_role with tasks_from, import_playbook) on fresh lab hosts, run twice by
-//! each tool: the hosts' files and the per-host recap counts must be the same. Plus the refusals,
-//! whole messages pinned: a role not found, a task file not found, a dynamic include, and a
-//! problem inside a role's task file reported at that file's line.
+//! when and tags, import_role with tasks_from, import_playbook with vars and when) on fresh lab
+//! hosts, run twice by each tool: the hosts' files and the per-host recap counts must be the
+//! same; and `--tags` through them. Plus the refusals, whole messages pinned: a role not found, a
+//! task file not found, a dynamic include, problems inside a role's task files reported at their
+//! file:line with the playbook's, and a play of an imported playbook at its file.
 
 mod common;
 

@@ -247,8 +247,9 @@ fn plays_of(f: &mut Front, root: &Node, plays: &mut Vec<Play>, handlers: &mut Ve
     }
 }
 
-/// `import_playbook: FILE` (relative to the importing playbook): its plays in place, with the
-/// entry's `vars` under each play's own and its `tags` added to each.
+/// `import_playbook: FILE` (relative to the importing playbook): its plays in place, as
+/// Ansible's playbook_include.py puts them: the entry's `vars` over each play's own, its `tags`
+/// added to each play's, its `when` before each task's own (fact gathering's too).
 fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut Vec<Play>, handlers: &mut Vec<Step>) {
     let before = f.p.count();
     if key.name == "include_playbook" {
@@ -257,9 +258,13 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
     }
     let mut vars = crate::inventory::Vars::new();
     let mut tags: Vec<String> = Vec::new();
+    let mut when = include::Inherit::default();
     for (k, val) in node.as_map().unwrap_or_default() {
         match k.name.as_str() {
             "name" => {}
+            "when" => {
+                when.keyword(f, k, val);
+            }
             "vars" => match val.to_value() {
                 Value::Object(m) => vars.extend(m),
                 Value::Null => {}
@@ -276,7 +281,7 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
             other => f.p.add_key(
                 k,
                 format!("'{other}' on import_playbook is not supported yet"),
-                Some("import_playbook takes: name, vars, tags".into()),
+                Some("import_playbook takes: name, vars, tags, when".into()),
             ),
         }
     }
@@ -335,9 +340,8 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
     f.within(source.clone(), canonical, place, |f| plays_of(f, &root, plays, handlers));
     f.dir = outer_dir;
     for p in &mut plays[start..] {
-        let mut merged = vars.clone();
-        merged.extend(std::mem::take(&mut p.vars));
-        p.vars = merged;
+        p.vars.extend(vars.clone());
+        when.apply(&mut p.steps);
         for t in &tags {
             if !p.tags.contains(t) {
                 p.tags.push(t.clone());
