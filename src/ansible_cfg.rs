@@ -15,6 +15,8 @@ enum Kind {
     Str,
     Path,
     PathList,
+    /// Paths separated by `:` (Ansible's `pathspec`).
+    PathSpec,
     Int,
     Bool,
     List,
@@ -178,6 +180,13 @@ const DEFS: &[Def] = &[
         ini: &[("privilege_escalation", "become_ask_pass")],
         env: &["ANSIBLE_BECOME_ASK_PASS"],
         meaning: "ask for the become password (as -K)",
+    },
+    Def {
+        name: "DEFAULT_ROLES_PATH",
+        kind: Kind::PathSpec,
+        ini: &[("defaults", "roles_path")],
+        env: &["ANSIBLE_ROLES_PATH"],
+        meaning: "where an Ansible playbook's roles are looked for, after roles/ beside it",
     },
 ];
 
@@ -581,6 +590,9 @@ fn typed(def: &Def, text: &str, base: &Path, env: &Env) -> std::result::Result<V
         Kind::Str => Value::Str(unquote(text).to_string()),
         Kind::Path => Value::Path(unfrack(text, base, env)),
         Kind::PathList => Value::Paths(text.split(',').map(|p| unfrack(p.trim(), base, env)).collect()),
+        Kind::PathSpec => Value::Paths(
+            text.split(':').filter(|p| !p.trim().is_empty()).map(|p| unfrack(p.trim(), base, env)).collect(),
+        ),
         Kind::List => Value::List(text.split(',').map(|x| unquote(x.trim()).to_string()).collect()),
         Kind::Int => {
             let n = text.parse::<u64>().ok().or_else(|| {

@@ -269,7 +269,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, lineinfile, meta, package, ping, reboot, service, set_fact, setup, shell, systemd, systemd_service, template, wait_for, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, user, wait_for, yum
 
 "#,
     );
@@ -312,16 +312,16 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  roles: [common]\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  strategy: free\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
-  x site.yml:2:3: roles are not supported yet
+  x site.yml:2:3: play keyword 'strategy' is not supported yet
    ,-[site.yml:2:3]
  1 | - hosts: web
- 2 |   roles: [common]
-   :   ^^|^^
-   :     `-- here
+ 2 |   strategy: free
+   :   ^^^^|^^^
+   :       `-- here
  3 |   tasks:
    `----
 
@@ -334,7 +334,7 @@ Error:
    :         `-- here
  5 |     - copy:
    `----
-  help: copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, lineinfile, meta, package, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, user, wait_for, yum
+  help: copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, user, wait_for, yum
 
 Error: 
   x site.yml:9:9: copy: backup other than false is not supported

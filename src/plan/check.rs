@@ -151,7 +151,7 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     if let Action::Template(a) = &step.action {
         let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;
         let Some(text) = t.source(&src) else {
-            return Err(pb.source.error_at(
+            return Err(step.source(&pb.source).error_at(
                 step.line,
                 step.column,
                 0,
@@ -185,15 +185,15 @@ fn help_for(e: &minijinja::Error) -> Option<String> {
 /// An error in a string of a playbook step: point at the line of the step holding the text.
 fn inline_error(pb: &Playbook, step: &Step, host: &str, text: &str, e: &minijinja::Error) -> Error {
     let first = text.lines().next().unwrap_or(text).trim();
-    let (line, col) = pb
-        .source
+    let source = step.source(&pb.source);
+    let (line, col) = source
         .text
         .lines()
         .enumerate()
         .skip(step.line.saturating_sub(1))
         .find_map(|(i, l)| l.find(first).map(|c| (i + 1, c + 1)))
         .unwrap_or((step.line, step.column));
-    pb.source.error_at(
+    source.error_at(
         line,
         col,
         first.len(),

@@ -187,7 +187,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
                 let needs_var = crate::template::Templates::is_undefined_error(&e);
                 let help =
                     needs_var.then(|| "this playbook needs that variable: pass it with -e name=value".to_string());
-                let err = pb.source.error_at(
+                let err = play.source(&pb.source).error_at(
                     play.line,
                     1,
                     0,
@@ -199,7 +199,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
             })?;
             // Ansible reads an empty pattern as `all`: never here (think of node-remove).
             if pattern.trim().is_empty() {
-                return Err(pb.source.error_at(
+                return Err(play.source(&pb.source).error_at(
                     play.line,
                     1,
                     0,
@@ -475,10 +475,17 @@ impl Builder<'_> {
         let runs_on = match &step.def.delegate_to {
             Some(d) => {
                 let target = self.site.render_for_host(pb, host, d).map_err(|e| {
-                    pb.source.error_at(step.line, step.column, 0, format!("delegate_to: {e}"), "in this step", None)
+                    step.source(&pb.source).error_at(
+                        step.line,
+                        step.column,
+                        0,
+                        format!("delegate_to: {e}"),
+                        "in this step",
+                        None,
+                    )
                 })?;
                 if !self.site.inventory.hosts.contains_key(&target) {
-                    return Err(pb.source.error_at(
+                    return Err(step.source(&pb.source).error_at(
                         step.line,
                         step.column,
                         0,
@@ -551,7 +558,7 @@ fn check_pattern_names(site: &Site, pb: &Playbook, play: &Play, pattern: &str) -
         } else {
             format!("did you mean: {}?", close.join(", "))
         };
-        return Err(pb.source.error_at(
+        return Err(play.source(&pb.source).error_at(
             play.line,
             1,
             0,
@@ -571,7 +578,7 @@ fn resolve_serial_templates(site: &Site, playbooks: &mut [Playbook]) -> Result<(
         for (ki, play) in pb.plays.iter().enumerate() {
             for (k, t) in &play.serial_templates {
                 let at = |msg: String, help: Option<String>| {
-                    pb.source.error_at(
+                    play.source(&pb.source).error_at(
                         play.line,
                         1,
                         0,
@@ -669,7 +676,7 @@ fn check_needs_cycles(pbs: &[Playbook]) -> Result<()> {
             {
                 let names: Vec<&str> = cyc.iter().map(|&j| pb.plays[j].name.as_str()).collect();
                 let play = &pb.plays[cyc[0]];
-                return Err(pb.source.error_at(
+                return Err(play.source(&pb.source).error_at(
                     play.line,
                     1,
                     0,

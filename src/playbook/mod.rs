@@ -107,6 +107,16 @@ pub struct Step {
     /// The Ansible blocks that enclose the step, outermost first (empty for native steps): the
     /// engine runs a block's `rescue` and `always` parts from them.
     pub blocks: Vec<Enclosing>,
+    /// The file the step is written in when not the playbook's own (an Ansible task file or
+    /// role): `line` and `column` are in it.
+    pub file: Option<Source>,
+}
+
+impl Step {
+    /// The file `line` and `column` point into: this step's own, else the playbook's.
+    pub fn source<'a>(&'a self, playbook: &'a Source) -> &'a Source {
+        self.file.as_ref().unwrap_or(playbook)
+    }
 }
 
 /// Which part of an Ansible block holds a step.
@@ -144,6 +154,16 @@ pub struct Play {
     pub r#become: Option<bool>,
     pub steps: Vec<Step>,
     pub line: usize,
+    /// The file the play is written in when not the playbook's own (an Ansible playbook
+    /// brought in by import_playbook): `line` is in it.
+    pub file: Option<Source>,
+}
+
+impl Play {
+    /// The file `line` points into: this play's own, else the playbook's.
+    pub fn source<'a>(&'a self, playbook: &'a Source) -> &'a Source {
+        self.file.as_ref().unwrap_or(playbook)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -376,6 +396,7 @@ impl Playbook {
                 r#become: d.r#become,
                 steps,
                 line,
+                file: None,
             });
         }
         let pb = Playbook {
@@ -581,5 +602,5 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             ),
         ));
     }
-    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new() })
+    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new(), file: None })
 }

@@ -109,6 +109,7 @@ mod tests {
                     line: 1,
                     column: 1,
                     blocks: c.iter().map(|&(id, part)| Enclosing { id, part }).collect(),
+                    file: None,
                 }
             })
             .collect()

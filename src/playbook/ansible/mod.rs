@@ -11,6 +11,7 @@ mod block;
 mod include;
 mod modules;
 mod node;
+mod roles;
 mod split;
 mod task;
 
@@ -22,13 +23,14 @@ use super::{Batch, Play, Playbook, Step, StepDef, parse_percent};
 use crate::error::{Error, Result, Source};
 use node::{Key, Kind, Node};
 
-/// Problems found so far in one file.
-pub(crate) struct Problems<'s> {
-    source: &'s Source,
+/// Problems found so far, each at its place in the file being read (`source`: the playbook, or
+/// the task file or role file the front-end is in, switched by `Front::within`).
+pub(crate) struct Problems {
+    source: Source,
     errors: Vec<Error>,
 }
 
-impl<'s> Problems<'s> {
+impl Problems {
     fn add(&mut self, line: usize, column: usize, message: String, label: &str, help: Option<String>) {
         self.errors.push(self.source.error_at(line.max(1), column.max(1), 0, message, label, help));
     }
@@ -47,11 +49,59 @@ impl<'s> Problems<'s> {
     }
 }
 
-/// What the translation of one file carries along.
-pub(crate) struct Front<'s> {
-    p: Problems<'s>,
-    /// The playbook's directory: copy and template sources are found there.
+/// What the translation carries along, across the files it reads.
+pub(crate) struct Front {
+    p: Problems,
+    /// The directory of the playbook being read (an imported one's own): its `roles/` and the
+    /// paths relative to the playbook are found there.
     dir: PathBuf,
+    /// The directory of the playbook given, as given: files are named relative to it.
+    top_dir: PathBuf,
+    place: Place,
+    /// The files being read, outermost first (an include of one of them is a loop).
+    reading: Vec<PathBuf>,
+    /// ansible.cfg's roles_path (or Ansible's default), read when a role is first looked for.
+    roles_path: Option<Vec<PathBuf>>,
+    /// The roles' defaults: the playbook's variables, the lowest layer.
+    defaults: crate::inventory::Vars,
+    /// The roles of the play so far, with their parameters: a role runs once per play. Of one
+    /// of the play's `roles:`, where its steps are in theirs.
+    roles_seen: Vec<(PathBuf, Value, Option<std::ops::Range<usize>>)>,
+    /// Whether the play's `roles:` are being expanded.
+    in_play_roles: bool,
+    /// The tags of the roles being expanded, outermost first.
+    role_tags: Vec<Vec<String>>,
+    /// The handlers of the play's roles, before the play's own (Ansible's order).
+    role_handlers: Vec<Step>,
+    /// Roles being read, outermost first (a dependency on one of them is a loop).
+    role_chain: Vec<PathBuf>,
+}
+
+/// Where the task being read sits.
+#[derive(Clone, Debug)]
+pub(crate) struct Place {
+    /// Relative includes are looked for here first: the directory of the file being read.
+    task_dir: PathBuf,
+    /// Copy and template sources are looked for under these (each with `files/` or
+    /// `templates/` first): a role's directory, a task file's, the playbook's.
+    search: Vec<PathBuf>,
+    /// The role the task belongs to.
+    role_dir: Option<PathBuf>,
+}
+
+impl Front {
+    /// Runs `body` reading another file (`source`, at `file`) from `place`: problems are
+    /// reported in that file.
+    fn within<T>(&mut self, source: Source, file: PathBuf, place: Place, body: impl FnOnce(&mut Front) -> T) -> T {
+        let source = std::mem::replace(&mut self.p.source, source);
+        let place = std::mem::replace(&mut self.place, place);
+        self.reading.push(file);
+        let r = body(self);
+        self.reading.pop();
+        self.place = place;
+        self.p.source = source;
+        r
+    }
 }
 
 /// Names in `candidates` close to `name`, best first.
@@ -65,6 +115,7 @@ fn closest<'a>(name: &str, candidates: &[&'a str]) -> Vec<&'a str> {
 /// Play keywords copctl translates.
 const PLAY_KEYWORDS: &[&str] = &[
     "name",
+    "roles",
     "hosts",
     "vars",
     "vars_files",
@@ -83,7 +134,6 @@ const PLAY_KEYWORDS: &[&str] = &[
 
 /// Ansible play keywords not translated yet.
 const PLAY_NOT_YET: &[&str] = &[
-    "roles",
     "vars_prompt",
     "become_method",
     "become_flags",
@@ -121,31 +171,30 @@ pub fn is_list_of_plays(text: &str) -> bool {
 }
 
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
-/// problem of the file is reported together.
+/// problem of the file, and of the files it brings in, is reported together.
 pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
     let mut root: Node = crate::yaml::parse_ansible(&source)?;
     root.keep_short_words(&source.text);
-    let mut f = Front { p: Problems { source: &source, errors: Vec::new() }, dir: dir.to_path_buf() };
+    let file = std::fs::canonicalize(dir.join(Path::new(&source.name).file_name().unwrap_or_default()))
+        .unwrap_or_else(|_| PathBuf::from(&source.name));
+    let mut f = Front {
+        p: Problems { source: source.clone(), errors: Vec::new() },
+        dir: dir.to_path_buf(),
+        top_dir: dir.to_path_buf(),
+        place: Place { task_dir: dir.to_path_buf(), search: vec![dir.to_path_buf()], role_dir: None },
+        reading: vec![file],
+        roles_path: None,
+        defaults: Default::default(),
+        roles_seen: Vec::new(),
+        in_play_roles: false,
+        role_tags: Vec::new(),
+        role_handlers: Vec::new(),
+        role_chain: Vec::new(),
+    };
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
-    match root.as_seq() {
-        Some(items) if !items.is_empty() => {
-            for item in items {
-                if let Some((ps, hs)) = play(&mut f, item, &plays, &handlers) {
-                    plays.extend(ps);
-                    handlers.extend(hs);
-                }
-            }
-        }
-        _ => f.p.add(
-            root.line,
-            root.column,
-            "an Ansible playbook is a list of plays".into(),
-            "not a list of plays",
-            Some("each play is `- hosts: PATTERN` with its tasks".into()),
-        ),
-    }
-    let Front { p: Problems { errors, .. }, .. } = f;
+    plays_of(&mut f, &root, &mut plays, &mut handlers);
+    let Front { p: Problems { errors, .. }, defaults, .. } = f;
     match errors.len() {
         0 => {}
         1 => return Err(errors.into_iter().next().expect("one")),
@@ -160,12 +209,153 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         name: name.to_string(),
         source,
         description: None,
-        vars: Default::default(),
+        vars: defaults,
         require: vec![],
         requires_groups: vec![],
         plays,
         handlers,
     })
+}
+
+/// The plays of a playbook file (its tree `root`), `import_playbook` entries expanded in place.
+fn plays_of(f: &mut Front, root: &Node, plays: &mut Vec<Play>, handlers: &mut Vec<Step>) {
+    match root.as_seq() {
+        Some(items) if !items.is_empty() => {
+            for item in items {
+                let import = item.as_map().and_then(|m| {
+                    m.iter().find(|(k, _)| {
+                        matches!(
+                            k.name.as_str(),
+                            "import_playbook" | "ansible.builtin.import_playbook" | "include_playbook"
+                        )
+                    })
+                });
+                if let Some((k, v)) = import {
+                    import_playbook(f, item, k, v, plays, handlers);
+                } else if let Some((ps, hs)) = play(f, item, plays, handlers) {
+                    plays.extend(ps);
+                    handlers.extend(hs);
+                }
+            }
+        }
+        _ => f.p.add(
+            root.line,
+            root.column,
+            "an Ansible playbook is a list of plays".into(),
+            "not a list of plays",
+            Some("each play is `- hosts: PATTERN` with its tasks".into()),
+        ),
+    }
+}
+
+/// `import_playbook: FILE` (relative to the importing playbook): its plays in place, as
+/// Ansible's playbook_include.py puts them: the entry's `vars` over each play's own, its `tags`
+/// added to each play's, its `when` before each task's own (fact gathering's too).
+fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut Vec<Play>, handlers: &mut Vec<Step>) {
+    let before = f.p.count();
+    if key.name == "include_playbook" {
+        f.p.add_key(key, "include_playbook is not Ansible's: write import_playbook".into(), None);
+        return;
+    }
+    let mut vars = crate::inventory::Vars::new();
+    let mut tags: Vec<String> = Vec::new();
+    let mut when = include::Inherit::default();
+    for (k, val) in node.as_map().unwrap_or_default() {
+        match k.name.as_str() {
+            "name" => {}
+            "when" => {
+                when.keyword(f, k, val);
+            }
+            "vars" => match val.to_value() {
+                Value::Object(m) => vars.extend(m),
+                Value::Null => {}
+                _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", val.what()), None),
+            },
+            "tags" => match val.to_value() {
+                Value::String(s) => tags.extend(s.split(',').map(|x| x.trim().to_string())),
+                Value::Array(a) if a.iter().all(Value::is_string) => {
+                    tags.extend(a.iter().filter_map(|x| x.as_str().map(str::to_string)))
+                }
+                _ => f.p.add_key(k, "tags: a name or a list of names".into(), None),
+            },
+            _ if k == key => {}
+            other => f.p.add_key(
+                k,
+                format!("'{other}' on import_playbook is not supported yet"),
+                Some("import_playbook takes: name, vars, tags, when".into()),
+            ),
+        }
+    }
+    let Some(rel) = v.as_str() else {
+        f.p.add(v.line, v.column, format!("import_playbook: a file name, not {}", v.what()), "here", None);
+        return;
+    };
+    if rel.contains("{{") {
+        f.p.add(
+            v.line,
+            v.column,
+            format!("import_playbook: a templated file name ('{rel}') is not supported"),
+            "here",
+            None,
+        );
+        return;
+    }
+    if f.p.count() != before {
+        return;
+    }
+    let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { f.dir.join(rel) };
+    if !path.is_file() {
+        f.p.add(
+            v.line,
+            v.column,
+            format!("import_playbook: {rel} not found"),
+            "this file",
+            Some(format!("looked for {}", path.display())),
+        );
+        return;
+    }
+    let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if f.reading.contains(&canonical) {
+        f.p.add(v.line, v.column, format!("import_playbook: {} imports itself", path.display()), "this import", None);
+        return;
+    }
+    let source = match crate::error::read_source(&path) {
+        Ok(s) => Source::new(include::display_name(f, &path), s.text.as_str()),
+        Err(e) => {
+            f.p.add(v.line, v.column, format!("import_playbook: {e}"), "this file", None);
+            return;
+        }
+    };
+    let root: Node = match crate::yaml::parse_ansible(&source) {
+        Ok(n) => n,
+        Err(e) => {
+            f.p.errors.push(e);
+            return;
+        }
+    };
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let place = Place { task_dir: dir.clone(), search: vec![dir.clone()], role_dir: None };
+    let outer_dir = std::mem::replace(&mut f.dir, dir);
+    let start = plays.len();
+    let hstart = handlers.len();
+    f.within(source.clone(), canonical, place, |f| plays_of(f, &root, plays, handlers));
+    f.dir = outer_dir;
+    for p in &mut plays[start..] {
+        p.vars.extend(vars.clone());
+        when.apply(&mut p.steps);
+        for t in &tags {
+            if !p.tags.contains(t) {
+                p.tags.push(t.clone());
+            }
+        }
+        p.file.get_or_insert_with(|| source.clone());
+        for s in &mut p.steps {
+            s.file.get_or_insert_with(|| source.clone());
+        }
+    }
+    for h in &mut handlers[hstart..] {
+        h.file.get_or_insert_with(|| source.clone());
+    }
 }
 
 /// One play (several native plays where its handlers must run between sections) and its
@@ -191,8 +381,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             continue;
         }
         if PLAY_NOT_YET.contains(&n) {
-            let what = if n == "roles" { "roles are".to_string() } else { format!("play keyword '{n}' is") };
-            f.p.add_key(k, format!("{what} not supported yet"), None);
+            f.p.add_key(k, format!("play keyword '{n}' is not supported yet"), None);
         } else {
             let close = closest(n, PLAY_KEYWORDS);
             let help = if close.is_empty() {
@@ -291,7 +480,13 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         },
     };
-    // Handlers first: tasks name them.
+    // Roles and handlers first: tasks name the handlers, the roles' before the play's own.
+    f.roles_seen.clear();
+    f.role_handlers.clear();
+    let mut role_steps = Vec::new();
+    if let Some((k, v)) = get("roles") {
+        roles::play_roles(f, k, v, &mut role_steps);
+    }
     let mut handlers = Vec::new();
     if let Some((_, v)) = get("handlers") {
         for h in section(f, "handlers", v) {
@@ -314,33 +509,39 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     }
     let facts = if gather { Some(facts_step(f, node)?) } else { None };
     // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
-    // parts of one that `meta: flush_handlers` separates (its key, for messages).
+    // parts of one that `meta: flush_handlers` separates (its key, for messages). The roles'
+    // tasks come first in `tasks`, in one chunk with them, as Ansible compiles a play.
     let mut sections: Vec<(&str, Vec<Step>, bool)> = Vec::new();
     for sec in ["pre_tasks", "tasks", "post_tasks"] {
-        let Some((_, v)) = get(sec) else { continue };
+        let items = get(sec).map(|(_, v)| section(f, sec, v)).unwrap_or_default();
         let mut steps = Vec::new();
         let mut notifies = false;
-        for t in section(f, sec, v) {
-            if is_flush_handlers(f, t) {
-                if !steps.is_empty() {
-                    sections.push((sec, std::mem::take(&mut steps), notifies));
+        let mut roles_first = if sec == "tasks" { std::mem::take(&mut role_steps) } else { Vec::new() };
+        for t in std::iter::once(None).chain(items.iter().map(Some)) {
+            let mut produced = std::mem::take(&mut roles_first);
+            if let Some(t) = t {
+                if is_flush_handlers(f, t) {
+                    if !steps.is_empty() {
+                        sections.push((sec, std::mem::take(&mut steps), notifies));
+                    }
+                    notifies = false;
+                    continue;
                 }
-                notifies = false;
-                continue;
+                task::expand(f, t, false, &mut produced);
             }
-            let mut produced = Vec::new();
-            task::expand(f, t, false, &mut produced);
             for s in produced {
                 for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
                     notifies = true;
-                    if !handlers.iter().any(|h| h.name == n) {
-                        f.p.add(
+                    if !handlers.iter().chain(&f.role_handlers).any(|h| h.name == n) {
+                        let e = s.source(&f.p.source).error_at(
                             s.line,
                             s.column,
+                            0,
                             format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
                             "unknown handler",
                             Some("add it under the play's handlers: or fix the name".into()),
                         );
+                        f.p.errors.push(e);
                     }
                 }
                 steps.push(s);
@@ -370,6 +571,36 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             );
         }
     }
+    // A role in several plays brings the same handlers again: kept once. Another handler of
+    // the same name is a problem, as among the play's own.
+    let mut all_handlers: Vec<Step> = Vec::new();
+    for h in std::mem::take(&mut f.role_handlers).into_iter().chain(handlers) {
+        let same = |x: &Step| {
+            x.name == h.name && x.line == h.line && x.file.as_ref().map(|s| &s.name) == h.file.as_ref().map(|s| &s.name)
+        };
+        let taken = all_handlers.iter().chain(earlier_handlers);
+        if taken.clone().any(same) {
+            continue;
+        }
+        if taken.clone().any(|x| x.name == h.name) {
+            let e = h.source(&f.p.source).error_at(
+                h.line,
+                h.column,
+                0,
+                format!("a handler named '{}' is already defined", h.name),
+                "duplicate",
+                Some("copctl's handlers are named across the playbook: make the names unique".into()),
+            );
+            f.p.errors.push(e);
+            continue;
+        }
+        all_handlers.push(h);
+    }
+    // Ansible runs a notified handler whatever `--tags` selects (its tags are not read).
+    let mut handlers = all_handlers;
+    for h in &mut handlers {
+        h.def.tags = Some(crate::playbook::OneOrMany::Many(vec!["always".into()]));
+    }
     if any_errors_fatal && let Some((k, _)) = get("any_errors_fatal") {
         block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, _)| s));
     }
@@ -391,6 +622,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         r#become,
         steps: Vec::new(),
         line: node.line,
+        file: None,
     };
     let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
         let mut name = wanted.clone();
@@ -541,7 +773,7 @@ fn serial(f: &mut Front, k: &Key, v: &Node) -> (Vec<Batch>, Vec<(usize, String)>
 fn facts_step(f: &mut Front, node: &Node) -> Option<Step> {
     let def: StepDef = serde_json::from_value(json!({"name": "Gathering Facts", "tags": ["always"], "setup": {}}))
         .expect("a valid setup step");
-    match super::validate_step(f.p.source, def, node.line, node.column, false) {
+    match super::validate_step(&f.p.source, def, node.line, node.column, false) {
         Ok(s) => Some(s),
         Err(e) => {
             f.p.errors.push(e);
@@ -611,11 +843,11 @@ mod tests {
 
     #[test]
     fn every_problem_of_the_file_is_reported() {
-        let text = "- hosts: all\n  roles: [x]\n  tasks:\n    - pause: seconds=1\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
+        let text = "- hosts: all\n  strategy: free\n  tasks:\n    - pause: seconds=1\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
         assert_eq!(
             problems(text),
             [
-                "t.yml:2:3: roles are not supported yet",
+                "t.yml:2:3: play keyword 'strategy' is not supported yet",
                 "t.yml:4:7: module 'pause' is not supported yet",
                 "t.yml:6:7: unknown task keyword 'regster'",
                 "t.yml:7:31: copy: backup other than false is not supported",

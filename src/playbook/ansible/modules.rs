@@ -3,7 +3,7 @@
 //! one. An argument or value without a native equivalent is a problem reported where it is
 //! written, never dropped; so is a module that is not in the table.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -115,25 +115,19 @@ struct Arg {
 }
 
 /// A module's arguments, taken one by one; what is left at the end is unsupported.
-pub struct Args<'p, 's> {
+pub struct Args<'p> {
     module: String,
     items: Vec<Arg>,
     /// Words of a free-form line that are no `k=v` (the command itself for command and shell).
     raw: Option<(String, usize, usize)>,
-    p: &'p mut Problems<'s>,
+    p: &'p mut Problems,
     at: (usize, usize),
 }
 
-impl<'p, 's> Args<'p, 's> {
+impl<'p> Args<'p> {
     /// Arguments as a mapping, a free-form line, or both (`args:` beside a line). `raw_keys`:
     /// for command and shell, the only `k=v` words a line may carry.
-    fn new(
-        p: &'p mut Problems<'s>,
-        module: &str,
-        node: &Node,
-        extra: Option<&Node>,
-        raw_keys: Option<&[&str]>,
-    ) -> Self {
+    fn new(p: &'p mut Problems, module: &str, node: &Node, extra: Option<&Node>, raw_keys: Option<&[&str]>) -> Self {
         let mut a = Args { module: module.to_string(), items: vec![], raw: None, p, at: (node.line, node.column) };
         for n in [Some(node), extra].into_iter().flatten() {
             match &n.kind {
@@ -373,8 +367,15 @@ fn put(m: &mut Map<String, Value>, key: &str, v: Option<impl Into<Value>>) {
 }
 
 /// Translates the module `name` (a short name of `SUPPORTED`) with its arguments `node` (and
-/// `args:`); `dir` is the playbook's directory (copy and template sources are found there).
-pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>, dir: &Path) -> Option<Translated> {
+/// `args:`); `dirs`: where copy and template sources are found, the playbook's directory last.
+pub fn translate(
+    p: &mut Problems,
+    name: &str,
+    node: &Node,
+    extra: Option<&Node>,
+    dirs: &[PathBuf],
+) -> Option<Translated> {
+    let dir = dirs.last().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut fields = Map::new();
     let mut out = Map::new();
     let kind: &'static str = match name {
@@ -457,9 +458,10 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
                     Value::String(s) if s.contains("{{") || s.contains("{%") => {
                         // Known only when the task runs: an absolute path is used as it is, a
                         // relative one is looked for where Ansible looks first (files/ or
-                        // templates/ beside the playbook).
+                        // templates/ of the role, else beside the playbook).
                         let sub = if name == "copy" { "files" } else { "templates" };
-                        let base = std::path::absolute(dir.join(sub)).unwrap_or_else(|_| dir.join(sub));
+                        let first = dirs.first().map(PathBuf::as_path).unwrap_or(dir);
+                        let base = std::path::absolute(first.join(sub)).unwrap_or_else(|_| first.join(sub));
                         out.insert(
                             "src".into(),
                             json!(format!(
@@ -470,7 +472,7 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
                     }
                     Value::String(s) => {
                         let sub = if name == "copy" { "files" } else { "templates" };
-                        match find_beside(dir, sub, s) {
+                        match find_beside(dirs, sub, s) {
                             Some(found) => {
                                 out.insert("src".into(), json!(found));
                             }
@@ -480,7 +482,12 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
                                 3,
                                 format!("{name}: src '{s}' not found"),
                                 "this file",
-                                Some(format!("looked in {sub}/{s} and {s} beside the playbook ({})", dir.display())),
+                                Some(match dirs {
+                                    [_] => {
+                                        format!("looked in {sub}/{s} and {s} beside the playbook ({})", dir.display())
+                                    }
+                                    _ => format!("looked in {sub}/{s} and {s} under {}", list_dirs(dirs)),
+                                }),
                             ),
                         }
                         if name == "copy" && s.ends_with('/') {
@@ -965,7 +972,7 @@ pub fn translate(p: &mut Problems, name: &str, node: &Node, extra: Option<&Node>
             let candidates = if Path::new(&file).is_absolute() {
                 vec![std::path::PathBuf::from(&file)]
             } else {
-                vec![dir.join("vars").join(&file), dir.join(&file)]
+                dirs.iter().flat_map(|d| [d.join("vars").join(&file), d.join(&file)]).collect()
             };
             let Some(path) = candidates.iter().find(|c| c.is_file()) else {
                 let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
@@ -1083,14 +1090,19 @@ fn condition_text(v: Value) -> Value {
     }
 }
 
-/// A copy or template source as Ansible finds it for a playbook: `files/` (`templates/`) beside
-/// the playbook, then beside it; an absolute path as it is.
-fn find_beside(dir: &Path, sub: &str, src: &str) -> Option<String> {
+/// A copy or template source as Ansible finds it: under each of `dirs` (a role's, a task
+/// file's, the playbook's), `files/` (`templates/`) first, then the directory itself; an
+/// absolute path as it is.
+fn find_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
     if Path::new(src).is_absolute() {
         return Path::new(src).is_file().then(|| src.to_string());
     }
-    [dir.join(sub).join(src), dir.join(src)]
-        .into_iter()
+    dirs.iter()
+        .flat_map(|dir| [dir.join(sub).join(src), dir.join(src)])
         .find(|p| p.is_file())
         .map(|p| std::path::absolute(&p).unwrap_or(p).display().to_string())
+}
+
+fn list_dirs(dirs: &[PathBuf]) -> String {
+    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }

@@ -398,7 +398,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     if short.is_empty() {
         return None;
     }
-    let t = modules::translate(&mut f.p, short, mv, args, &f.dir)?;
+    let t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
     let kind = t.kind?;
     if let Some(e) = environment
         && kind != "command"
@@ -424,7 +424,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             return None;
         }
     };
-    match crate::playbook::validate_step(f.p.source, def, node.line, node.column, handler) {
+    match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, handler) {
         Ok(s) => Some(s),
         Err(e) => {
             f.p.errors.push(e);

@@ -1,0 +1,510 @@
+//! Roles: a play's `roles:` and `import_role`/`include_role`, expanded when the playbook is
+//! loaded into the steps they stand for. A role is found as Ansible finds it (`roles/` beside
+//! the playbook, ansible.cfg's roles_path, the name as a path); its `meta/main.yml` dependencies
+//! run before it, once per play; its defaults become the playbook's (lowest) variables, its
+//! vars and parameters each task's own; its handlers join the play's.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::include::{self, Inherit};
+use super::node::{Key, Kind, Node};
+use super::{Front, Place};
+use crate::error::Source;
+use crate::playbook::Step;
+
+/// A role as a play, a dependency or a task names it.
+struct Spec {
+    name: String,
+    /// Where it is named (line, column, length), in the current file.
+    at: (usize, usize, usize),
+    tasks_from: Option<String>,
+    /// `when`, `tags`, `become`: for every task of the role and of its dependencies.
+    keywords: Inherit,
+    /// Variables and parameters for the role's own tasks and handlers.
+    vars: Inherit,
+    /// A play's roles and dependencies run once per play (unless `allow_duplicates`).
+    once: bool,
+}
+
+/// Arguments of `import_role`/`include_role` copctl does not take yet.
+const ROLE_ARGS_NOT_YET: &[&str] =
+    &["vars_from", "defaults_from", "handlers_from", "apply", "public", "allow_duplicates", "rolespec_validate"];
+
+/// A play's `roles:` → their steps, in order, into `out`.
+pub fn play_roles(f: &mut Front, k: &Key, v: &Node, out: &mut Vec<Step>) {
+    let items = match &v.kind {
+        Kind::Seq(items) => items.as_slice(),
+        Kind::Scalar(Value::Null) => &[],
+        _ => {
+            f.p.add_key(k, format!("roles: a list of roles, not {}", v.what()), None);
+            return;
+        }
+    };
+    f.in_play_roles = true;
+    for item in items {
+        if let Some(spec) = entry(f, item) {
+            role(f, spec, out);
+        }
+    }
+    f.in_play_roles = false;
+}
+
+/// One entry of `roles:` or of `dependencies:`: a name, or a mapping with `role` (or `name`),
+/// the keywords every task inherits, and parameters (the other keys, and `vars`).
+fn entry(f: &mut Front, item: &Node) -> Option<Spec> {
+    let mut spec = Spec {
+        name: String::new(),
+        at: (item.line, item.column, 0),
+        tasks_from: None,
+        keywords: Inherit::default(),
+        vars: Inherit::default(),
+        once: true,
+    };
+    match &item.kind {
+        Kind::Scalar(Value::String(s)) => {
+            spec.name = s.clone();
+            spec.at.2 = s.len();
+        }
+        Kind::Map(m) => {
+            let before = f.p.count();
+            for (k, v) in m {
+                match k.name.as_str() {
+                    "role" | "name" => match v.as_str() {
+                        Some(s) => {
+                            spec.name = s.to_string();
+                            spec.at = (v.line, v.column, s.len());
+                        }
+                        None => f.p.add_key(k, format!("{}: a role's name, not {}", k.name, v.what()), None),
+                    },
+                    "vars" => match v.to_value() {
+                        Value::Object(o) => spec.vars.params.extend(o),
+                        Value::Null => {}
+                        _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
+                    },
+                    "when" | "tags" | "become" => {
+                        spec.keywords.keyword(f, k, v);
+                    }
+                    "become_user" | "delegate_to" | "ignore_errors" | "environment" | "no_log" | "any_errors_fatal"
+                    | "run_once" | "check_mode" | "diff" | "collections" | "module_defaults" => {
+                        f.p.add_key(k, format!("'{}' on a role is not supported yet", k.name), None)
+                    }
+                    // Anything else is a role parameter, as in Ansible.
+                    _ => {
+                        spec.vars.params.insert(k.name.clone(), v.to_value());
+                    }
+                }
+            }
+            if spec.name.is_empty() && f.p.count() == before {
+                f.p.add(item.line, item.column, "which role? write role: NAME".into(), "this entry", None);
+            }
+            if f.p.count() != before {
+                return None;
+            }
+        }
+        _ => {
+            f.p.add(
+                item.line,
+                item.column,
+                format!("a role is a name or a mapping, not {}", item.what()),
+                "here",
+                None,
+            );
+            return None;
+        }
+    }
+    if spec.name.contains("{{") {
+        let (l, c, n) = spec.at;
+        f.p.add_len(l, c, n, format!("a templated role name ('{}') is not supported", spec.name), "here", None);
+        return None;
+    }
+    (!spec.name.is_empty()).then_some(spec)
+}
+
+/// `import_role`/`include_role` (a task) → the role's steps.
+pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler: bool, out: &mut Vec<Step>) {
+    let kind = key.name.rsplit('.').next().unwrap_or(&key.name).to_string();
+    let before = f.p.count();
+    if handler {
+        f.p.add_key(key, format!("{kind} in handlers is not supported yet"), None);
+        return;
+    }
+    let mut spec = Spec {
+        name: String::new(),
+        at: (key.line, key.column, key.name.len()),
+        tasks_from: None,
+        keywords: Inherit::default(),
+        vars: Inherit::default(),
+        once: false,
+    };
+    match value.as_map() {
+        Some(m) => {
+            for (k, v) in m {
+                match (k.name.as_str(), v.as_str()) {
+                    ("name" | "role", Some(s)) => {
+                        spec.name = s.to_string();
+                        spec.at = (v.line, v.column, s.len());
+                    }
+                    ("tasks_from", Some(s)) => spec.tasks_from = Some(s.to_string()),
+                    ("name" | "role" | "tasks_from", None) => {
+                        f.p.add_key(k, format!("{kind}: {} must be text, not {}", k.name, v.what()), None)
+                    }
+                    (n, _) if ROLE_ARGS_NOT_YET.contains(&n) => {
+                        f.p.add_key(k, format!("{kind}: {n} is not supported yet"), None)
+                    }
+                    (n, _) => f.p.add_key(
+                        k,
+                        format!("{kind}: unknown argument '{n}'"),
+                        Some(format!("{kind} takes: name, tasks_from")),
+                    ),
+                }
+            }
+        }
+        None => f.p.add_key(
+            key,
+            format!("{kind}: a mapping with the role's name, not {}", value.what()),
+            Some(format!("write {kind}: {{name: ROLE}}")),
+        ),
+    }
+    for (k, v) in node.as_map().unwrap_or_default() {
+        if k == key || k.name == "name" {
+            continue;
+        }
+        match k.name.as_str() {
+            "when" | "tags" | "become" => {
+                spec.keywords.keyword(f, k, v);
+            }
+            "vars" => {
+                spec.vars.keyword(f, k, v);
+            }
+            "loop" | "with_items" | "loop_control" if kind == "include_role" => f.p.add_key(
+                k,
+                format!("include_role with {} (a dynamic include) is not supported", k.name),
+                Some("copctl reads every task when the playbook is loaded: put the loop on the role's tasks".into()),
+            ),
+            other => f.p.add_key(
+                k,
+                format!("'{other}' on {kind} is not supported yet"),
+                Some(format!("{kind} takes: name, when, tags, become, vars")),
+            ),
+        }
+    }
+    if spec.name.is_empty() && f.p.count() == before {
+        f.p.add_key(key, format!("{kind}: which role?"), Some(format!("write {kind}: {{name: ROLE}}")));
+    }
+    if f.p.count() != before {
+        return;
+    }
+    if spec.name.contains("{{") {
+        let (l, c, n) = spec.at;
+        f.p.add_len(l, c, n, format!("{kind}: a templated role name ('{}') is not supported", spec.name), "here", None);
+        return;
+    }
+    if kind == "include_role" {
+        let start = out.len();
+        let keywords = std::mem::take(&mut spec.keywords);
+        role(f, spec, out);
+        include::dynamic(f, node, key, keywords, start, out);
+    } else {
+        role(f, spec, out);
+    }
+}
+
+/// Ansible's default roles_path, where ansible.cfg sets none.
+fn default_roles_path() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    vec![home.join(".ansible/roles"), PathBuf::from("/usr/share/ansible/roles"), PathBuf::from("/etc/ansible/roles")]
+}
+
+/// Where the role `name` is looked for, in Ansible's order: `roles/` beside the playbook,
+/// roles_path, the depending role's directory, the playbook's directory.
+fn search_paths(f: &mut Front) -> Vec<PathBuf> {
+    if f.roles_path.is_none() {
+        let configured = crate::ansible_cfg::AnsibleCfg::load()
+            .ok()
+            .and_then(|c| c.paths("DEFAULT_ROLES_PATH").map(<[PathBuf]>::to_vec));
+        f.roles_path = Some(configured.unwrap_or_else(default_roles_path));
+    }
+    let mut v = vec![f.dir.join("roles")];
+    v.extend(f.roles_path.clone().unwrap_or_default());
+    if let Some(r) = &f.place.role_dir {
+        v.push(r.clone());
+    }
+    v.push(f.dir.clone());
+    v.dedup();
+    v
+}
+
+/// The role's directory, or a problem at `spec.at` naming where it was looked for and the
+/// roles found there with a close name.
+fn find(f: &mut Front, spec: &Spec) -> Option<PathBuf> {
+    let paths = search_paths(f);
+    if let Some(found) = paths.iter().map(|p| p.join(&spec.name)).find(|p| p.is_dir()) {
+        return Some(found);
+    }
+    if Path::new(&spec.name).is_dir() {
+        return Some(PathBuf::from(&spec.name));
+    }
+    let mut names: Vec<String> = paths
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter(|e| e.path().join("tasks").is_dir() || e.path().join("meta").is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names.dedup();
+    let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+    let close = super::closest(&spec.name, &candidates);
+    let looked = paths.iter().map(|p| include::shown(p)).collect::<Vec<_>>().join(", ");
+    let help = if close.is_empty() {
+        format!("looked in {looked}")
+    } else {
+        format!("looked in {looked}; did you mean {}?", close.join(", "))
+    };
+    let (l, c, n) = spec.at;
+    f.p.add_len(l, c, n, format!("role '{}' not found", spec.name), "this role", Some(help));
+    None
+}
+
+/// The first of `dir/main.yml`, `main.yaml`, `main` (or of `name`, `name.yml`, `name.yaml`).
+fn main_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    [name.to_string(), format!("{name}.yml"), format!("{name}.yaml")].iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// Reads a role's YAML file (a file name as messages show it, the tree).
+fn read(f: &mut Front, path: &Path) -> Option<(Source, Node)> {
+    let text = match crate::error::read_source(path) {
+        Ok(s) => s,
+        Err(e) => {
+            f.p.errors.push(e);
+            return None;
+        }
+    };
+    let source = Source::new(include::display_name(f, path), text.text.as_str());
+    match crate::yaml::parse_ansible::<Node>(&source) {
+        Ok(n) => Some((source, n)),
+        Err(e) => {
+            f.p.errors.push(e);
+            None
+        }
+    }
+}
+
+/// A role's variables file (`defaults/main.yml`, `vars/main.yml`): a mapping, or nothing.
+fn vars_file(f: &mut Front, dir: &Path) -> Map<String, Value> {
+    let Some(path) = main_file(dir, "main") else { return Map::new() };
+    let Some((source, node)) = read(f, &path) else { return Map::new() };
+    match node.to_value() {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        _ => {
+            f.p.errors.push(source.error_at(
+                node.line.max(1),
+                node.column.max(1),
+                0,
+                format!("{}: role variables are a mapping, not {}", source.name, node.what()),
+                "here",
+                None,
+            ));
+            Map::new()
+        }
+    }
+}
+
+/// Expands the role `spec` names (its dependencies first) into `out`.
+fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
+    let Some(dir) = find(f, &spec) else { return };
+    let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let (l, c, n) = spec.at;
+    if f.role_chain.contains(&canonical) {
+        let chain = f.role_chain.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" → ");
+        f.p.add_len(
+            l,
+            c,
+            n,
+            format!("role '{}' depends on itself", spec.name),
+            "this role",
+            Some(format!("the roles being read: {chain}")),
+        );
+        return;
+    }
+    // meta/main.yml: dependencies and allow_duplicates.
+    let meta = main_file(&dir.join("meta"), "main").and_then(|p| read(f, &p).map(|r| (p, r)));
+    let allow_duplicates = meta
+        .as_ref()
+        .and_then(|(_, (_, n))| n.as_map())
+        .and_then(|m| m.iter().find(|(k, _)| k.name == "allow_duplicates"))
+        .is_some_and(|(_, v)| matches!(v.to_value(), Value::Bool(true)));
+    let params = Value::Object(spec.vars.params.clone());
+    let mut seen_at = None;
+    if spec.once && !allow_duplicates {
+        if let Some((.., first)) = f.roles_seen.iter().find(|(p, v, _)| *p == canonical && *v == params) {
+            // Ansible runs the role where it is first selected: by `--tags`, that may be here,
+            // so this place's tags are the first one's too.
+            let tags: Vec<String> = f.role_tags.iter().flatten().chain(&spec.keywords.tags).cloned().collect();
+            if let (Some(range), true, false) = (first.clone(), f.in_play_roles, tags.is_empty()) {
+                Inherit { tags, ..Inherit::default() }.apply(&mut out[range]);
+            }
+            return;
+        }
+        seen_at = Some(f.roles_seen.len());
+        f.roles_seen.push((canonical.clone(), params, None));
+    }
+    f.role_chain.push(canonical.clone());
+    f.role_tags.push(spec.keywords.tags.clone());
+    let start = out.len();
+    let role_place =
+        Place { task_dir: dir.join("tasks"), search: vec![dir.clone(), f.dir.clone()], role_dir: Some(dir.clone()) };
+    if let Some((path, (source, node))) = meta {
+        let deps = node.as_map().and_then(|m| m.iter().find(|(k, _)| k.name == "dependencies")).map(|(_, v)| v);
+        let place = Place { task_dir: dir.join("meta"), ..role_place.clone() };
+        let file = std::fs::canonicalize(&path).unwrap_or(path);
+        f.within(source.clone(), file, place, |f| match deps.map(|d| &d.kind) {
+            None | Some(Kind::Scalar(Value::Null)) => {}
+            Some(Kind::Seq(items)) => {
+                for item in items {
+                    if let Some(dep) = entry(f, item) {
+                        role(f, dep, out);
+                    }
+                }
+            }
+            Some(_) => {
+                let d = deps.expect("some");
+                f.p.add(d.line, d.column, "dependencies: a list of roles".into(), "here", None);
+            }
+        });
+    }
+    let defaults = vars_file(f, &dir.join("defaults"));
+    f.defaults.extend(defaults);
+    // The role's own variables: its vars/main.yml over role_name and role_path, under each
+    // task's own vars; its parameters over them.
+    let mut own = spec.vars.clone();
+    own.vars = Map::new();
+    own.vars.insert("role_name".into(), Value::String(spec.name.rsplit('/').next().unwrap_or(&spec.name).into()));
+    own.vars.insert(
+        "role_path".into(),
+        Value::String(std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()).display().to_string()),
+    );
+    own.vars.extend(vars_file(f, &dir.join("vars")));
+    own.vars.extend(spec.vars.vars.clone());
+    if let Some(path) = main_file(&dir.join("handlers"), "main") {
+        let mut hs = Vec::new();
+        include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
+        own.apply(&mut hs);
+        f.role_handlers.extend(hs);
+    }
+    let tasks_start = out.len();
+    let tasks_dir = dir.join("tasks");
+    match &spec.tasks_from {
+        None => {
+            if let Some(path) = main_file(&tasks_dir, "main") {
+                include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out);
+            }
+        }
+        Some(from) => match main_file(&tasks_dir, from) {
+            Some(path) => {
+                include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out)
+            }
+            None => f.p.add_len(
+                l,
+                c,
+                n,
+                format!("role '{}': tasks_from '{from}' not found", spec.name),
+                "this role",
+                Some(format!("looked for {}/{from}, {from}.yml and {from}.yaml", include::shown(&tasks_dir))),
+            ),
+        },
+    }
+    own.apply(&mut out[tasks_start..]);
+    spec.keywords.apply(&mut out[start..]);
+    f.role_tags.pop();
+    f.role_chain.pop();
+    if let (Some(i), true) = (seen_at, f.in_play_roles) {
+        f.roles_seen[i].2 = Some(start..out.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{Error, Source};
+    use crate::playbook::{Condition, Playbook};
+
+    /// The playbook `site.yml` of a directory holding `files`.
+    fn load(files: &[(&str, &str)]) -> (tempfile::TempDir, Result<Playbook, Vec<String>>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let p = dir.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join("site.yml")).unwrap();
+        let r = super::super::parse("site", Source::new("site.yml", text), dir.path()).map_err(|e| match e {
+            Error::Many { errors, .. } => errors.iter().map(|e| e.to_string()).collect(),
+            e => vec![e.to_string()],
+        });
+        (dir, r)
+    }
+
+    fn names(pb: &Playbook) -> Vec<String> {
+        pb.plays.iter().flat_map(|p| &p.steps).map(|s| s.name.clone()).collect()
+    }
+
+    #[test]
+    fn a_dependency_runs_once_per_play_before_the_role() {
+        let (_d, pb) = load(&[
+            (
+                "site.yml",
+                "- hosts: all\n  gather_facts: false\n  roles: [a, b, a]\n- hosts: all\n  gather_facts: false\n  roles: [b]\n",
+            ),
+            ("roles/a/tasks/main.yml", "- name: a\n  ping:\n"),
+            ("roles/b/meta/main.yml", "dependencies: [a, {role: a, x: 1}]\n"),
+            ("roles/b/tasks/main.yml", "- name: b\n  ping:\n"),
+        ]);
+        // Parameters that differ make another run of the role; a new play starts afresh.
+        assert_eq!(names(&pb.unwrap()), ["a", "a", "b", "a", "a", "b"]);
+    }
+
+    #[test]
+    fn a_roles_defaults_are_the_playbooks_vars_and_its_vars_each_tasks() {
+        let (dir, pb) = load(&[
+            (
+                "site.yml",
+                "- hosts: all\n  gather_facts: false\n  roles:\n    - role: r\n      p: 1\n      when: ok_a\n",
+            ),
+            ("roles/r/defaults/main.yml", "d: 1\n"),
+            ("roles/r/vars/main.yml", "v: 1\np: 0\n"),
+            ("roles/r/tasks/main.yml", "- name: t\n  ping:\n  when: ok_b\n  vars: {v: 2, p: 2}\n"),
+        ]);
+        let pb = pb.unwrap();
+        assert_eq!(pb.vars.get("d"), Some(&serde_json::json!(1)));
+        let s = &pb.plays[0].steps[0];
+        assert_eq!(s.def.vars.get("v"), Some(&serde_json::json!(2)), "the task's own vars over the role's");
+        assert_eq!(s.def.vars.get("p"), Some(&serde_json::json!(1)), "role parameters over the task's vars");
+        assert_eq!(s.def.vars.get("role_name"), Some(&serde_json::json!("r")));
+        assert_eq!(s.def.when, Some(Condition::All(vec!["ok_a".into(), "ok_b".into()])));
+        assert_eq!(
+            s.file.as_ref().map(|f| f.name.as_str()),
+            Some(format!("{}/roles/r/tasks/main.yml", dir.path().display()).as_str())
+        );
+    }
+
+    #[test]
+    fn a_file_that_includes_itself_and_a_role_that_depends_on_itself_are_refused() {
+        let (dir, pb) = load(&[
+            ("site.yml", "- hosts: all\n  gather_facts: false\n  roles: [r]\n  tasks:\n    - import_tasks: t.yml\n"),
+            ("t.yml", "- import_tasks: t.yml\n"),
+            ("roles/r/meta/main.yml", "dependencies: [r]\n"),
+        ]);
+        let errors = pb.unwrap_err();
+        let d = dir.path().display();
+        assert_eq!(
+            errors,
+            [
+                format!("{d}/roles/r/meta/main.yml:1:16: role 'r' depends on itself"),
+                format!("{d}/t.yml:1:17: import_tasks: {d}/t.yml includes itself"),
+            ]
+        );
+    }
+}
