@@ -149,7 +149,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                 continue;
             }
             let mut produced = Vec::new();
-            task::expand(f, e, handler, &mut produced);
+            super::expand(f, e, handler, &mut produced);
             for mut s in produced {
                 s.blocks.insert(0, Enclosing { id, part });
                 steps.push(s);

@@ -3,14 +3,14 @@
 //! (`when`, `tags`, `become`, `vars`) applied to each; `import_role`/`include_role` go to
 //! roles.rs. What only a dynamic include can do (a loop, a templated file name) is refused.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::node::{Key, Kind, Node};
+use super::node::{Kind, Node};
+use super::taskfile::{Inherit, candidates, dynamic, shown, tasks_file};
 use super::{Front, Place, roles};
-use crate::error::Source;
-use crate::playbook::{Condition, OneOrMany, Step};
+use crate::playbook::Step;
 
 /// The keys that make a task an include.
 pub const KEYS: &[&str] = &[
@@ -29,93 +29,6 @@ pub const KEYS: &[&str] = &[
     "ansible.legacy.include_role",
     "ansible.legacy.import_role",
 ];
-
-/// Keywords of an include (or a role) that every task it brings in inherits.
-#[derive(Default, Clone)]
-pub struct Inherit {
-    pub when: Vec<String>,
-    pub tags: Vec<String>,
-    pub r#become: Option<bool>,
-    /// Below each task's own `vars`.
-    pub vars: Map<String, Value>,
-    /// Above each task's own `vars` (a role's parameters).
-    pub params: Map<String, Value>,
-}
-
-impl Inherit {
-    /// Reads `when`, `tags`, `become` and `vars` of an include or role entry; `None` when the key
-    /// is none of them.
-    pub fn keyword(&mut self, f: &mut Front, k: &Key, v: &Node) -> Option<()> {
-        match k.name.as_str() {
-            "when" => match v.to_value() {
-                Value::String(s) => self.when.push(s),
-                Value::Bool(b) => self.when.push(b.to_string()),
-                Value::Array(a) if a.iter().all(|x| x.is_string() || x.is_boolean()) => {
-                    self.when.extend(a.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)))
-                }
-                _ => f.p.add_key(
-                    k,
-                    format!("when: a condition is an expression or a list of them, not {}", v.what()),
-                    None,
-                ),
-            },
-            "tags" => match v.to_value() {
-                Value::String(s) => {
-                    self.tags.extend(s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()))
-                }
-                Value::Array(a) if a.iter().all(Value::is_string) => {
-                    self.tags.extend(a.iter().filter_map(|x| x.as_str().map(str::to_string)))
-                }
-                _ => f.p.add_key(k, "tags: a name or a list of names".into(), None),
-            },
-            "become" => match v.to_value() {
-                Value::Bool(b) => self.r#become = Some(b),
-                _ => f.p.add_key(k, format!("become: must be a literal boolean, not {}", v.what()), None),
-            },
-            "vars" => match v.to_value() {
-                Value::Object(m) => self.vars.extend(m),
-                Value::Null => {}
-                _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
-            },
-            _ => return None,
-        }
-        Some(())
-    }
-
-    /// Applies these keywords to `steps` (brought in from elsewhere): the conditions before each
-    /// step's own, as Ansible evaluates an import's `when` first.
-    pub fn apply(&self, steps: &mut [Step]) {
-        for s in steps {
-            if !self.when.is_empty() {
-                let own = match s.def.when.take() {
-                    None => vec![],
-                    Some(Condition::Bool(b)) => vec![b.to_string()],
-                    Some(Condition::Expr(e)) => vec![e],
-                    Some(Condition::All(v)) => v,
-                };
-                s.def.when = Some(Condition::All(self.when.iter().cloned().chain(own).collect()));
-            }
-            if !self.tags.is_empty() {
-                let mut tags = self.tags.clone();
-                for t in s.def.tags.take().map(|t| t.to_vec()).unwrap_or_default() {
-                    if !tags.contains(&t) {
-                        tags.push(t);
-                    }
-                }
-                s.def.tags = Some(OneOrMany::Many(tags));
-            }
-            if s.def.r#become.is_none() {
-                s.def.r#become = self.r#become;
-            }
-            if !self.vars.is_empty() || !self.params.is_empty() {
-                let mut vars: indexmap::IndexMap<String, Value> = self.vars.clone().into_iter().collect();
-                vars.extend(std::mem::take(&mut s.def.vars));
-                vars.extend(self.params.clone());
-                s.def.vars = vars;
-            }
-        }
-    }
-}
 
 /// The short name of an include key (`import_tasks` for `ansible.builtin.import_tasks`).
 fn short(key: &str) -> &str {
@@ -226,116 +139,4 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     } else {
         inherit.apply(&mut out[start..]);
     }
-}
-
-/// What is left of a dynamic include (`include_tasks`, `include_role`) once its tasks are read
-/// when the playbook is loaded (`out[start..]`): Ansible counts the include itself in the
-/// recap (ok, or skipped by its `when`), so a step that does nothing stands for it, before
-/// them; its tags are its own only (the included tasks answer `--tags` by theirs, as in
-/// Ansible); its `when` is each included task's too, where Ansible decides it once.
-pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>) {
-    let name = node
-        .as_map()
-        .and_then(|m| m.iter().find(|(k, _)| k.name == "name"))
-        .and_then(|(_, v)| v.as_str())
-        .unwrap_or(&key.name);
-    let mut def = serde_json::json!({"name": name, "assert": {"that": ["true"]}});
-    if !inherit.tags.is_empty() {
-        def["tags"] = Value::from(inherit.tags.clone());
-    }
-    if !inherit.when.is_empty() {
-        def["when"] = Value::from(inherit.when.clone());
-    }
-    let def = serde_json::from_value(def).expect("a valid assert step");
-    match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, false) {
-        // An include in an included file gets that file when its steps do (tasks_file).
-        Ok(s) => out.insert(start, s),
-        Err(e) => f.p.errors.push(e),
-    }
-    Inherit { tags: Vec::new(), ..inherit }.apply(&mut out[start + 1..]);
-}
-
-/// Where a relative task file is looked for: beside the file including it (in a role, its
-/// `tasks/`), then in the playbook's directory, as Ansible resolves a nested include.
-pub fn candidates(f: &Front, rel: &str) -> Vec<PathBuf> {
-    if Path::new(rel).is_absolute() {
-        return vec![PathBuf::from(rel)];
-    }
-    let mut v = vec![f.place.task_dir.join(rel)];
-    if let Some(role) = &f.place.role_dir {
-        v.push(role.join("tasks").join(rel));
-    }
-    v.push(f.dir.join(rel));
-    v.dedup();
-    v
-}
-
-/// Reads the task file `path` (included at `at` of the current file by `what`) and expands its
-/// tasks into `out`, problems reported in that file, from `place`.
-pub fn tasks_file(
-    f: &mut Front,
-    path: &Path,
-    at: (usize, usize),
-    what: &str,
-    place: Place,
-    handler: bool,
-    out: &mut Vec<Step>,
-) {
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if f.reading.contains(&canonical) {
-        let chain = f.reading.iter().map(|p| display_name(f, p)).collect::<Vec<_>>().join(" → ");
-        f.p.add(
-            at.0,
-            at.1,
-            format!("{what}: {} includes itself", display_name(f, path)),
-            "this include",
-            Some(format!("the files being read: {chain}")),
-        );
-        return;
-    }
-    let source = match crate::error::read_source(path) {
-        Ok(s) => s,
-        Err(e) => {
-            f.p.add(at.0, at.1, format!("{what}: {e}"), "this file", None);
-            return;
-        }
-    };
-    let source = Source::new(display_name(f, path), source.text.as_str());
-    let root: Node = match crate::yaml::parse_ansible(&source) {
-        Ok(n) => n,
-        Err(e) => {
-            f.p.errors.push(e);
-            return;
-        }
-    };
-    let start = out.len();
-    f.within(source.clone(), canonical, place, |f| match &root.kind {
-        Kind::Seq(items) => {
-            for t in items {
-                super::task::expand(f, t, handler, out);
-            }
-        }
-        Kind::Scalar(Value::Null) => {}
-        _ => f.p.add(root.line, root.column, "a task file is a list of tasks".into(), "not a list", None),
-    });
-    for s in &mut out[start..] {
-        s.file.get_or_insert_with(|| source.clone());
-    }
-}
-
-/// A file's name in messages: relative to the playbook's directory when it is under it.
-pub fn display_name(f: &Front, path: &Path) -> String {
-    let base = std::path::absolute(&f.top_dir).unwrap_or_else(|_| f.top_dir.clone());
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    match abs.strip_prefix(&base) {
-        Ok(rel) if f.top_dir != Path::new(".") => f.top_dir.join(rel).display().to_string(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => path.display().to_string(),
-    }
-}
-
-/// A path in a message: absolute, so that it says where it was looked for whatever the
-/// working directory.
-pub fn shown(p: &Path) -> String {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }

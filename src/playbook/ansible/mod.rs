@@ -5,7 +5,10 @@
 //! whole file is read before any is reported, so that `copctl validate` lists every one at once.
 //!
 //! Files: node.rs the located YAML tree, split.rs Ansible's `k=v` argument lines, task.rs the task
-//! keywords, modules.rs the module table. Facts (`gather_facts`) are the native `setup` kind.
+//! keywords, modules.rs the module table, block.rs blocks, include.rs and roles.rs what brings in
+//! another file, taskfile.rs reading one. `expand` (here) turns a task-list entry into its steps;
+//! the parts it dispatches to call it again for what they hold, so they nest without importing
+//! each other. Facts (`gather_facts`) are the native `setup` kind.
 
 mod block;
 mod include;
@@ -14,6 +17,7 @@ mod node;
 mod roles;
 mod split;
 mod task;
+mod taskfile;
 
 use std::path::{Path, PathBuf};
 
@@ -170,6 +174,21 @@ pub fn is_list_of_plays(text: &str) -> bool {
         .is_some_and(|l| l == "-" || l.starts_with("- "))
 }
 
+/// One entry of a task list as written (a section, a block's part, an included file) → the
+/// steps it stands for, in order: a block (block.rs) and an include or role (include.rs) expand
+/// to the steps they hold, anything else is one task.
+pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
+    if let Some(m) = node.as_map() {
+        if m.iter().any(|(k, _)| k.name == "block") {
+            return block::block(f, node, handler, out);
+        }
+        if m.iter().any(|(k, _)| include::KEYS.contains(&k.name.as_str())) {
+            return include::include(f, node, handler, out);
+        }
+    }
+    out.extend(task::task(f, node, handler));
+}
+
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
 /// problem of the file, and of the files it brings in, is reported together.
 pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
@@ -259,7 +278,7 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
     }
     let mut vars = crate::inventory::Vars::new();
     let mut tags: Vec<String> = Vec::new();
-    let mut when = include::Inherit::default();
+    let mut when = taskfile::Inherit::default();
     for (k, val) in node.as_map().unwrap_or_default() {
         match k.name.as_str() {
             "name" => {}
@@ -320,7 +339,7 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
         return;
     }
     let source = match crate::error::read_source(&path) {
-        Ok(s) => Source::new(include::display_name(f, &path), s.text.as_str()),
+        Ok(s) => Source::new(taskfile::display_name(f, &path), s.text.as_str()),
         Err(e) => {
             f.p.add(v.line, v.column, format!("import_playbook: {e}"), "this file", None);
             return;
@@ -491,7 +510,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     if let Some((_, v)) = get("handlers") {
         for h in section(f, "handlers", v) {
             let mut produced = Vec::new();
-            task::expand(f, h, true, &mut produced);
+            expand(f, h, true, &mut produced);
             for s in produced {
                 if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
                     f.p.add(
@@ -527,7 +546,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                     notifies = false;
                     continue;
                 }
-                task::expand(f, t, false, &mut produced);
+                expand(f, t, false, &mut produced);
             }
             for s in produced {
                 for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::include::{self, Inherit};
 use super::node::{Key, Kind, Node};
+use super::taskfile::{self as include, Inherit};
 use super::{Front, Place};
 use crate::error::Source;
 use crate::playbook::Step;

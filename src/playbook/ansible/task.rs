@@ -200,21 +200,6 @@ enum Role<'a> {
     Unknown,
 }
 
-/// One entry of a task list as written (a section, a block's part, an included file) → the
-/// steps it stands for, in order: a block (block.rs) and an include or role (include.rs) expand
-/// to the steps they hold, anything else is one task.
-pub fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
-    if let Some(m) = node.as_map() {
-        if m.iter().any(|(k, _)| k.name == "block") {
-            return super::block::block(f, node, handler, out);
-        }
-        if m.iter().any(|(k, _)| super::include::KEYS.contains(&k.name.as_str())) {
-            return super::include::include(f, node, handler, out);
-        }
-    }
-    out.extend(task(f, node, handler));
-}
-
 /// Translates one task (a handler when `handler`). `None` when it has problems (reported) or
 /// does nothing (`meta: noop`).
 pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
