@@ -319,6 +319,16 @@ impl Engine {
         };
         let rescued = detour.as_ref().is_some_and(|(r, _)| *r);
         self.count_as(&host, o.status, ignore, rescued, elapsed.as_secs_f64());
+        if ignore {
+            // Ansible's recap counts an ignored failure as ok too, and as changed where the
+            // module reports a change even when it fails (command and shell, without a
+            // changed_when saying otherwise).
+            let changed = step.as_ref().is_some_and(|s| {
+                matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
+                    && s.def.changed_when.is_none()
+            });
+            self.count_as(&host, if changed { Status::Changed } else { Status::Ok }, false, false, 0.0);
+        }
         self.timings.push((elapsed.as_secs_f64(), format!("{host} › {} › {}", pb.plays[t.play].name, t.label)));
         // run_once: the result stands for every host of the batch.
         let owners: Vec<String> = if t.run_once {

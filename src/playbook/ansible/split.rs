@@ -64,6 +64,62 @@ pub fn unquote(s: &str) -> String {
 ///
 /// The raw parameters are the text itself less the `k=v` words taken out, so that a multi-line
 /// `shell: |` keeps its lines and spacing.
+/// Python's escapes in a `k=v` value, decoded as Ansible's parse_kv decodes them before it
+/// splits (`content="a\nb"` holds a newline): `\n \t \r \a \b \f \v \\ \' \"`, `\xHH`,
+/// `\uHHHH`, `\UHHHHHHHH`. A free-form word (a command line) keeps its text.
+pub fn decode_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '\\' || i + 1 >= chars.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let simple = match chars[i + 1] {
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'f' => Some('\u{c}'),
+            'v' => Some('\u{b}'),
+            '\\' => Some('\\'),
+            '\'' => Some('\''),
+            '"' => Some('"'),
+            _ => None,
+        };
+        if let Some(x) = simple {
+            out.push(x);
+            i += 2;
+            continue;
+        }
+        let digits = match chars[i + 1] {
+            'x' => 2,
+            'u' => 4,
+            'U' => 8,
+            _ => 0,
+        };
+        let hex: String = chars.iter().skip(i + 2).take(digits).collect();
+        match (digits > 0 && hex.len() == digits && hex.chars().all(|h| h.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32))
+            .flatten()
+        {
+            Some(x) => {
+                out.push(x);
+                i += 2 + digits;
+            }
+            None => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 pub fn parse_kv(text: &str, only: Option<&[&str]>) -> (Vec<(String, String)>, String) {
     let mut kv = Vec::new();
     let mut taken = Vec::new();
@@ -73,7 +129,7 @@ pub fn parse_kv(text: &str, only: Option<&[&str]>) -> (Vec<(String, String)>, St
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && only.is_none_or(|o| o.contains(&k))
         {
-            kv.push((k.to_string(), unquote(v)));
+            kv.push((k.to_string(), unquote(&decode_escapes(v))));
             taken.push(w);
         }
     }
@@ -102,6 +158,9 @@ mod tests {
         assert_eq!(raw, "make install");
         let (kv, raw) = parse_kv("echo a=b", Some(&["chdir"]));
         assert_eq!((kv.len(), raw.as_str()), (0, "echo a=b"));
+        let (kv, _) = parse_kv(r#"dest=/f content="a\nb\t\x41\u00e9\\n" x=\q"#, None);
+        assert_eq!(kv[1], ("content".into(), "a\nb\tA\u{e9}\\n".into()));
+        assert_eq!(kv[2], ("x".into(), "\\q".into()));
         let (kv, raw) = parse_kv("set -e\necho  'a  b'\nmake creates=/x\n", Some(&["creates"]));
         assert_eq!((kv.len(), raw.as_str()), (1, "set -e\necho  'a  b'\nmake"));
     }
