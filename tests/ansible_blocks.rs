@@ -8,8 +8,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use common::*;
 
@@ -17,20 +15,7 @@ const HOSTS: usize = 2;
 
 /// A site on fresh lab hosts with the fixture playbooks and an ansible.cfg for ansible-playbook.
 fn site() -> Site {
-    let site = Site::hosts(HOSTS);
-    site.fixture("ansible-blocks");
-    let d = site.dir().display().to_string();
-    site.write(
-        "ansible.cfg",
-        format!(
-            "[defaults]\ninterpreter_python = /usr/bin/python3\nretry_files_enabled = False\n\
-             host_key_checking = True\nlocal_tmp = {d}/home/.ansible/tmp\nforks = 10\n\
-             [ssh_connection]\npipelining = True\n\
-             ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes\n\
-             control_path_dir = {d}/cp\n",
-            kh = site.lab().known_hosts.display()
-        ),
-    );
+    let site = ansible::site(HOSTS, "ansible-blocks");
     for i in 0..HOSTS {
         site.lab().sh(i, "mkdir -p /opt/app");
     }
@@ -41,94 +26,25 @@ fn site() -> Site {
 /// tasks too, as Ansible's does).
 type Recap = BTreeMap<String, [u64; 7]>;
 const COLUMNS: &str = "[ok, changed, failed, skipped, rescued, ignored, unreachable]";
+const KEYS: [&str; 7] = ["ok", "changed", "failed", "skipped", "rescued", "ignored", "unreachable"];
 
 /// ansible-playbook's PLAY RECAP; it must exit 0 when `ok`, else 2 (a host failed).
 fn ansible_run(site: &Site, playbook: &str, ok: bool) -> Recap {
-    let out = ansible_cmd("ansible-playbook")
-        .args(["-i", "inventory.ini", playbook])
-        .current_dir(site.dir())
-        .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
-        .env("HOME", site.path("home"))
-        .output()
-        .unwrap();
-    let text = stdout(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(if ok { 0 } else { 2 }),
-        "ansible-playbook {playbook}:\n{text}\n{}",
-        stderr(&out)
-    );
-    let mut recap = Recap::new();
-    for line in text.lines().skip_while(|l| !l.starts_with("PLAY RECAP")).skip(1) {
-        let Some((host, counts)) = line.split_once(" : ") else { continue };
-        let get = |k: &str| -> u64 {
-            counts
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{k} in {line}"))
-        };
-        let keys = ["ok", "changed", "failed", "skipped", "rescued", "ignored", "unreachable"];
-        recap.insert(host.trim().to_string(), keys.map(get));
-    }
-    assert!(!recap.is_empty(), "no recap in:\n{text}");
-    recap
+    ansible::ansible_recap(site, &[playbook], if ok { 0 } else { 2 }, KEYS)
 }
 
 /// copctl's recap in the same terms; it must exit 0 when `ok`, else 2.
 fn copctl_run(site: &Site, playbook: &str, ok: bool) -> Recap {
-    let ran = site.run_json(&[playbook], if ok { 0 } else { 2 });
-    ran.recap()
-        .iter()
-        .map(|(h, r)| {
-            let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
-            let counts = [
-                n("ok") + n("changed"),
-                n("changed"),
-                n("failed"),
-                n("skipped"),
-                n("rescued"),
-                n("ignored"),
-                n("unreachable"),
-            ];
-            (h.clone(), counts)
-        })
-        .collect()
+    ansible::copctl_recap(site, &[playbook], if ok { 0 } else { 2 }, KEYS)
 }
 
 /// Every file under /opt/app of every host: kind, mode, owner, group and content.
 fn state(site: &Site) -> BTreeMap<String, String> {
-    fn walk(root: &Path, shown: &str, out: &mut BTreeMap<String, String>) {
-        let Ok(md) = std::fs::symlink_metadata(root) else { return };
-        let perm = format!("{:o} {}:{}", md.mode() & 0o7777, md.uid(), md.gid());
-        if md.is_dir() {
-            out.insert(shown.into(), format!("dir {perm}"));
-            let mut entries: Vec<_> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.file_name()).collect();
-            entries.sort();
-            for e in entries {
-                walk(&root.join(&e), &format!("{shown}/{}", e.to_string_lossy()), out);
-            }
-        } else {
-            let text = String::from_utf8_lossy(&std::fs::read(root).unwrap()).into_owned();
-            out.insert(shown.into(), format!("file {perm}\n{text}"));
-        }
-    }
-    let mut out = BTreeMap::new();
-    for i in 0..HOSTS {
-        let host = &site.lab().hosts[i].name;
-        walk(&site.lab().path(i, "/opt/app"), &format!("{host}:/opt/app"), &mut out);
-    }
-    out
+    ansible::files(site, HOSTS, &["/opt/app"])
 }
 
 fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
-    let mut d = String::new();
-    for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-        if a.get(k) != b.get(k) {
-            d.push_str(&format!("{k}:\n  ansible: {:?}\n  copctl:  {:?}\n", a.get(k), b.get(k)));
-        }
-    }
-    d
+    ansible::files_diff(a, b)
 }
 
 /// The same playbook, first run and re-run, by both tools on their own fresh hosts (at once:

@@ -8,32 +8,16 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use common::*;
 
 /// Where the fixture playbooks write on the hosts: what is compared.
 const TRACKED: &[&str] = &["/opt/app", "/etc/motd-lab", "/etc/lab-facts", "/etc/lab-label", "/etc/lab-label.link"];
 
-/// A site on `n` fresh lab hosts with the fixture playbooks, and an ansible.cfg for
-/// ansible-playbook (the lab's key and known_hosts, python3 on the hosts).
+const KEYS: [&str; 5] = ["ok", "changed", "failed", "skipped", "ignored"];
+
 fn site(n: usize) -> Site {
-    let site = Site::hosts(n);
-    site.fixture("ansible-playbooks");
-    let d = site.dir().display().to_string();
-    site.write(
-        "ansible.cfg",
-        format!(
-            "[defaults]\ninterpreter_python = /usr/bin/python3\nretry_files_enabled = False\n\
-             host_key_checking = True\nlocal_tmp = {d}/home/.ansible/tmp\nforks = 10\n\
-             [ssh_connection]\npipelining = True\n\
-             ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes\n\
-             control_path_dir = {d}/cp\n",
-            kh = site.lab().known_hosts.display()
-        ),
-    );
-    site
+    ansible::site(n, "ansible-playbooks")
 }
 
 type Recap = BTreeMap<String, [u64; 5]>;
@@ -46,34 +30,7 @@ fn ansible_run(site: &Site, playbook: &str) -> Recap {
 
 /// ansible-playbook with more arguments (`--tags`).
 fn ansible_run_with(site: &Site, args: &[&str]) -> Recap {
-    let playbook = args[0];
-    let out = ansible_cmd("ansible-playbook")
-        .args(["-i", "inventory.ini"])
-        .args(args)
-        .current_dir(site.dir())
-        .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
-        .env("HOME", site.path("home"))
-        .output()
-        .unwrap();
-    let text = stdout(&out);
-    assert!(out.status.success(), "ansible-playbook {playbook} failed:\n{text}\n{}", stderr(&out));
-    let mut recap = Recap::new();
-    for line in text.lines().skip_while(|l| !l.starts_with("PLAY RECAP")).skip(1) {
-        let Some((host, counts)) = line.split_once(" : ") else { continue };
-        let get = |k: &str| -> u64 {
-            counts
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{k} in {line}"))
-        };
-        recap.insert(
-            host.trim().to_string(),
-            [get("ok"), get("changed"), get("failed"), get("skipped"), get("ignored")],
-        );
-    }
-    assert!(!recap.is_empty(), "no recap in:\n{text}");
-    recap
+    ansible::ansible_recap(site, args, 0, KEYS)
 }
 
 /// copctl's recap in the same terms.
@@ -82,53 +39,16 @@ fn copctl_run(site: &Site, playbook: &str) -> Recap {
 }
 
 fn copctl_run_with(site: &Site, args: &[&str]) -> Recap {
-    let ran = site.run_json(args, 0);
-    ran.recap()
-        .iter()
-        .map(|(h, r)| {
-            let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
-            (h.clone(), [n("ok") + n("changed"), n("changed"), n("failed"), n("skipped"), n("ignored")])
-        })
-        .collect()
+    ansible::copctl_recap(site, args, 0, KEYS)
 }
 
 /// Every tracked path of every host: kind, mode, owner, group and content (or link target).
 fn state(site: &Site, n: usize) -> BTreeMap<String, String> {
-    fn walk(root: &Path, shown: &str, out: &mut BTreeMap<String, String>) {
-        let Ok(md) = std::fs::symlink_metadata(root) else { return };
-        let perm = format!("{:o} {}:{}", md.mode() & 0o7777, md.uid(), md.gid());
-        if md.file_type().is_symlink() {
-            out.insert(shown.into(), format!("link -> {}", std::fs::read_link(root).unwrap().display()));
-        } else if md.is_dir() {
-            out.insert(shown.into(), format!("dir {perm}"));
-            let mut entries: Vec<_> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.file_name()).collect();
-            entries.sort();
-            for e in entries {
-                walk(&root.join(&e), &format!("{shown}/{}", e.to_string_lossy()), out);
-            }
-        } else {
-            let text = String::from_utf8_lossy(&std::fs::read(root).unwrap()).into_owned();
-            out.insert(shown.into(), format!("file {perm}\n{text}"));
-        }
-    }
-    let mut out = BTreeMap::new();
-    for i in 0..n {
-        let host = &site.lab().hosts[i].name;
-        for p in TRACKED {
-            walk(&site.lab().path(i, p), &format!("{host}:{p}"), &mut out);
-        }
-    }
-    out
+    ansible::files(site, n, TRACKED)
 }
 
 fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
-    let mut d = String::new();
-    for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-        if a.get(k) != b.get(k) {
-            d.push_str(&format!("{k}:\n  ansible: {:?}\n  copctl:  {:?}\n", a.get(k), b.get(k)));
-        }
-    }
-    d
+    ansible::files_diff(a, b)
 }
 
 /// The same playbook, first run and re-run, by both tools on their own fresh hosts.

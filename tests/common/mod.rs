@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod ansible;
 mod argv_sampler;
 pub mod cop;
 #[path = "../lab/mod.rs"]
