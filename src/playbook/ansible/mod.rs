@@ -43,6 +43,13 @@ impl Problems {
         self.errors.push(self.source.error_at(line.max(1), column.max(1), len.max(1), message, label, help));
     }
 
+    /// A problem at a step already translated, in the file it was read from (a role's or an
+    /// included file, else the one being read).
+    fn add_at_step(&mut self, step: &Step, message: String, label: &str, help: &str) {
+        let e = step.source(&self.source).error_at(step.line, step.column, 0, message, label, Some(help.into()));
+        self.errors.push(e);
+    }
+
     /// A problem with a key, underlining it.
     fn add_key(&mut self, k: &Key, message: String, help: Option<String>) {
         self.add_len(k.line, k.column, k.name.len(), message, "here", help);
@@ -552,15 +559,12 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                 for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
                     notifies = true;
                     if !handlers.iter().chain(&f.role_handlers).any(|h| h.name == n) {
-                        let e = s.source(&f.p.source).error_at(
-                            s.line,
-                            s.column,
-                            0,
+                        f.p.add_at_step(
+                            &s,
                             format!("task '{}' notifies '{n}', which is not a handler of this play", s.name),
                             "unknown handler",
-                            Some("add it under the play's handlers: or fix the name".into()),
+                            "add it under the play's handlers: or fix the name",
                         );
-                        f.p.errors.push(e);
                     }
                 }
                 steps.push(s);
@@ -602,15 +606,12 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             continue;
         }
         if taken.clone().any(|x| x.name == h.name) {
-            let e = h.source(&f.p.source).error_at(
-                h.line,
-                h.column,
-                0,
+            f.p.add_at_step(
+                &h,
                 format!("a handler named '{}' is already defined", h.name),
                 "duplicate",
-                Some("copctl's handlers are named across the playbook: make the names unique".into()),
+                "copctl's handlers are named across the playbook: make the names unique",
             );
-            f.p.errors.push(e);
             continue;
         }
         all_handlers.push(h);
