@@ -19,3 +19,16 @@ if ! { [ -x "$py/bin/pyinfra" ] && "$py/bin/pyinfra" --version >/dev/null 2>&1; 
   "$py/bin/pip" install --quiet --disable-pip-version-check 'pyinfra>=3.1,<4'
   "$py/bin/pyinfra" --version
 fi
+# ansible-core's own integration targets (tests/ansible_targets.rs runs them under copctl): the
+# test/ tree of the sdist of the version installed above, which the wheel does not carry.
+src=.peers/ansible-core-src
+ver=$("$venv/bin/python" -c 'import ansible.release as r; print(r.__version__)')
+if [ ! -f "$src/$ver/test/integration/targets/lineinfile/tasks/main.yml" ]; then
+  rm -rf "$src" && mkdir -p "$src/dl"
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+    "ansible-core==$ver" -d "$src/dl"
+  mkdir -p "$src/$ver"
+  tar -xzf "$src/dl/ansible_core-$ver.tar.gz" -C "$src/$ver" --strip-components=1 \
+    "ansible_core-$ver/test/integration/targets"
+  rm -rf "$src/dl"
+fi
