@@ -231,16 +231,16 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  strategy: free\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
-  x site.yml:2:3: play keyword 'strategy' is not supported yet
+  x site.yml:2:3: play keyword 'order' is not supported yet
    ,-[site.yml:2:3]
  1 | - hosts: web
- 2 |   strategy: free
-   :   ^^^^|^^^
-   :       `-- here
+ 2 |   order: sorted
+   :   ^^|^^
+   :     `-- here
  3 |   tasks:
    `----
 

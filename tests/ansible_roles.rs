@@ -209,3 +209,23 @@ fn a_play_from_an_imported_playbook_is_reported_in_its_file() {
         )
         .run();
 }
+
+/// Handlers notified by topic (`listen`, a named and an unnamed handler, one on two topics),
+/// `meta: flush_handlers` inside a role's task file, include_role's vars_from, defaults_from and
+/// handlers_from, `strategy`, and `playbook_dir` in an include's file name and a template: the
+/// same files and recap as ansible-playbook's, first run and re-run.
+#[test]
+fn handler_topics_a_flush_in_a_role_and_a_roles_other_files_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (ansible::site(2, "ansible-handlers"), ansible::site(2, "ansible-handlers"));
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, &["site.yml"]), copctl_run(&ours, &["site.yml"]));
+        eprintln!("ansible-handlers {run}: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert_eq!(diff(&sa, &sb), "", "ansible-handlers {run}: the hosts' files differ");
+        assert_eq!(a, b, "ansible-handlers {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+    let events = ours.lab().path(0, "/opt/app/events.log");
+    assert_eq!(std::fs::read_to_string(events).unwrap(), "reload lab-1\naudit\n", "both listeners ran, once");
+    let svc = ours.lab().path(0, "/opt/app/svc.conf");
+    assert_eq!(std::fs::read_to_string(svc).unwrap(), "level=prod size=small\n");
+}

@@ -105,6 +105,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         }
         return;
     };
+    let rel = super::load_time_name(f, &rel).unwrap_or(rel);
     if rel.contains("{{") || rel.contains("{%") {
         f.p.add(
             line,

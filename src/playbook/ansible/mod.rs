@@ -86,6 +86,13 @@ pub(crate) struct Front {
     role_handlers: Vec<Step>,
     /// Roles being read, outermost first (a dependency on one of them is a loop).
     role_chain: Vec<PathBuf>,
+    /// The play's handlers that `listen` to topics: name → topics. A notify names a handler
+    /// or a topic (every handler listening to it, in their order).
+    listening: Vec<(String, Vec<String>)>,
+    /// A `meta: flush_handlers` in a role's or included task file was read: the next step made
+    /// starts a new chunk of the play. Those steps, by file and line.
+    flush_pending: bool,
+    flush_before: Vec<(String, usize)>,
 }
 
 /// Where the task being read sits.
@@ -141,6 +148,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "become_user",
     "gather_facts",
     "tags",
+    "strategy",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -149,7 +157,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "become_method",
     "become_flags",
     "remote_user",
-    "strategy",
     "connection",
     "environment",
     "ignore_errors",
@@ -193,7 +200,13 @@ pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<St
             return include::include(f, node, handler, out);
         }
     }
-    out.extend(task::task(f, node, handler));
+    let made = task::task(f, node, handler);
+    if let Some(s) = &made
+        && std::mem::take(&mut f.flush_pending)
+    {
+        f.flush_before.push((f.p.source.name.clone(), s.line));
+    }
+    out.extend(made);
 }
 
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
@@ -216,7 +229,14 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         role_tags: Vec::new(),
         role_handlers: Vec::new(),
         role_chain: Vec::new(),
+        listening: Vec::new(),
+        flush_pending: false,
+        flush_before: Vec::new(),
     };
+    // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
+    if let Ok(d) = std::path::absolute(dir) {
+        f.defaults.insert("playbook_dir".into(), Value::String(d.display().to_string()));
+    }
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
     plays_of(&mut f, &root, &mut plays, &mut handlers);
@@ -252,7 +272,10 @@ fn plays_of(f: &mut Front, root: &Node, plays: &mut Vec<Play>, handlers: &mut Ve
                     m.iter().find(|(k, _)| {
                         matches!(
                             k.name.as_str(),
-                            "import_playbook" | "ansible.builtin.import_playbook" | "include_playbook"
+                            "import_playbook"
+                                | "ansible.builtin.import_playbook"
+                                | "ansible.legacy.import_playbook"
+                                | "include_playbook"
                         )
                     })
                 });
@@ -316,6 +339,8 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
         f.p.add(v.line, v.column, format!("import_playbook: a file name, not {}", v.what()), "here", None);
         return;
     };
+    let rel = load_time_name(f, rel).unwrap_or_else(|| rel.to_string());
+    let rel = rel.as_str();
     if rel.contains("{{") {
         f.p.add(
             v.line,
@@ -401,8 +426,12 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         );
         return None;
     }
-    for (k, _) in map {
+    for (k, v) in map {
         let n = k.name.as_str();
+        if n == "strategy" {
+            strategy(f, k, v);
+            continue;
+        }
         if PLAY_KEYWORDS.contains(&n) {
             continue;
         }
@@ -509,6 +538,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     // Roles and handlers first: tasks name the handlers, the roles' before the play's own.
     f.roles_seen.clear();
     f.role_handlers.clear();
+    f.listening.clear();
+    f.flush_pending = false;
+    f.flush_before.clear();
     let mut role_steps = Vec::new();
     if let Some((k, v)) = get("roles") {
         roles::play_roles(f, k, v, &mut role_steps);
@@ -555,7 +587,36 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                 }
                 expand(f, t, false, &mut produced);
             }
-            for s in produced {
+            for mut s in produced {
+                // After a flush_handlers in a role's or included file: a new chunk.
+                let name = s.file.as_ref().map_or_else(|| f.p.source.name.clone(), |x| x.name.clone());
+                if let Some(i) = f.flush_before.iter().position(|(n, l)| *n == name && *l == s.line) {
+                    f.flush_before.remove(i);
+                    if !steps.is_empty() {
+                        sections.push((sec, std::mem::take(&mut steps), notifies));
+                    }
+                    notifies = false;
+                }
+                // A topic becomes the handlers listening to it, in the handlers' order.
+                if let Some(n) = &s.def.notify {
+                    let mut names: Vec<String> = Vec::new();
+                    for n in n.to_vec() {
+                        let listeners =
+                            f.role_handlers.iter().chain(&handlers).filter(|h| {
+                                h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
+                            });
+                        let found: Vec<String> = listeners.map(|h| h.name.clone()).collect();
+                        if found.is_empty() {
+                            names.push(n);
+                        }
+                        for h in found {
+                            if !names.contains(&h) {
+                                names.push(h);
+                            }
+                        }
+                    }
+                    s.def.notify = Some(crate::playbook::OneOrMany::Many(names));
+                }
                 for n in s.def.notify.iter().flat_map(|n| n.to_vec()) {
                     notifies = true;
                     if !handlers.iter().chain(&f.role_handlers).any(|h| h.name == n) {
@@ -673,9 +734,38 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     Some((plays, handlers))
 }
 
+/// `strategy`: copctl runs every host through its tasks without waiting for the others
+/// (Ansible's `free`), which ends in the same state as `linear` and `host_pinned` for a play
+/// whose hosts do not read each other's results mid-play (README). A templated one is one of
+/// those too; `debug` and a strategy plugin copctl does not have are refused.
+fn strategy(f: &mut Front, k: &Key, v: &Node) {
+    match v.as_str().map(str::trim) {
+        Some("linear" | "free" | "host_pinned") => {}
+        Some(t) if t.contains("{{") => {}
+        Some(other) => f.p.add_key(
+            k,
+            format!("strategy '{other}' is not supported"),
+            Some("copctl runs linear, free and host_pinned plays, each host through its tasks as free does".into()),
+        ),
+        None => f.p.add_key(k, format!("strategy: a name, not {}", v.what()), None),
+    }
+}
+
+/// A file name templated with what is known when the playbook is loaded (`playbook_dir`), as
+/// Ansible renders it; `None` when it needs anything else (a host's variables: refused).
+pub(super) fn load_time_name(f: &Front, rel: &str) -> Option<String> {
+    if !rel.contains("{{") || rel.contains("{%") {
+        return None;
+    }
+    let dir = std::path::absolute(&f.top_dir).ok()?;
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.render_str(rel, minijinja::context! { playbook_dir => dir.display().to_string() }).ok()
+}
+
 /// Whether a task is `meta: flush_handlers` (a boundary, not a step); one with other keywords
 /// than `name` is a problem, as Ansible ignores them.
-fn is_flush_handlers(f: &mut Front, t: &Node) -> bool {
+pub(super) fn is_flush_handlers(f: &mut Front, t: &Node) -> bool {
     let Some(m) = t.as_map() else { return false };
     let Some((_, v)) =
         m.iter().find(|(k, _)| matches!(k.name.as_str(), "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
@@ -863,11 +953,11 @@ mod tests {
 
     #[test]
     fn every_problem_of_the_file_is_reported() {
-        let text = "- hosts: all\n  strategy: free\n  tasks:\n    - pause: seconds=1\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
+        let text = "- hosts: all\n  order: sorted\n  tasks:\n    - pause: seconds=1\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y backup=yes\n    - frobnicate: x\n";
         assert_eq!(
             problems(text),
             [
-                "t.yml:2:3: play keyword 'strategy' is not supported yet",
+                "t.yml:2:3: play keyword 'order' is not supported yet",
                 "t.yml:4:7: module 'pause' is not supported yet",
                 "t.yml:6:7: unknown task keyword 'regster'",
                 "t.yml:7:31: copy: backup other than false is not supported",

@@ -20,6 +20,10 @@ struct Spec {
     /// Where it is named (line, column, length), in the current file.
     at: (usize, usize, usize),
     tasks_from: Option<String>,
+    /// `vars_from`, `defaults_from`, `handlers_from`: a role's other files than main.yml.
+    vars_from: Option<String>,
+    defaults_from: Option<String>,
+    handlers_from: Option<String>,
     /// `when`, `tags`, `become`: for every task of the role and of its dependencies.
     keywords: Inherit,
     /// Variables and parameters for the role's own tasks and handlers.
@@ -29,8 +33,7 @@ struct Spec {
 }
 
 /// Arguments of `import_role`/`include_role` copctl does not take yet.
-const ROLE_ARGS_NOT_YET: &[&str] =
-    &["vars_from", "defaults_from", "handlers_from", "apply", "public", "allow_duplicates", "rolespec_validate"];
+const ROLE_ARGS_NOT_YET: &[&str] = &["apply", "public", "allow_duplicates", "rolespec_validate"];
 
 /// A play's `roles:` → their steps, in order, into `out`.
 pub fn play_roles(f: &mut Front, k: &Key, v: &Node, out: &mut Vec<Step>) {
@@ -58,6 +61,9 @@ fn entry(f: &mut Front, item: &Node) -> Option<Spec> {
         name: String::new(),
         at: (item.line, item.column, 0),
         tasks_from: None,
+        vars_from: None,
+        defaults_from: None,
+        handlers_from: None,
         keywords: Inherit::default(),
         vars: Inherit::default(),
         once: true,
@@ -134,6 +140,9 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
         name: String::new(),
         at: (key.line, key.column, key.name.len()),
         tasks_from: None,
+        vars_from: None,
+        defaults_from: None,
+        handlers_from: None,
         keywords: Inherit::default(),
         vars: Inherit::default(),
         once: false,
@@ -147,7 +156,10 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
                         spec.at = (v.line, v.column, s.len());
                     }
                     ("tasks_from", Some(s)) => spec.tasks_from = Some(s.to_string()),
-                    ("name" | "role" | "tasks_from", None) => {
+                    ("vars_from", Some(s)) => spec.vars_from = Some(s.to_string()),
+                    ("defaults_from", Some(s)) => spec.defaults_from = Some(s.to_string()),
+                    ("handlers_from", Some(s)) => spec.handlers_from = Some(s.to_string()),
+                    ("name" | "role" | "tasks_from" | "vars_from" | "defaults_from" | "handlers_from", None) => {
                         f.p.add_key(k, format!("{kind}: {} must be text, not {}", k.name, v.what()), None)
                     }
                     (n, _) if ROLE_ARGS_NOT_YET.contains(&n) => {
@@ -156,7 +168,7 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
                     (n, _) => f.p.add_key(
                         k,
                         format!("{kind}: unknown argument '{n}'"),
-                        Some(format!("{kind} takes: name, tasks_from")),
+                        Some(format!("{kind} takes: name, tasks_from, vars_from, defaults_from, handlers_from")),
                     ),
                 }
             }
@@ -292,9 +304,29 @@ fn read(f: &mut Front, path: &Path) -> Option<(Source, Node)> {
     }
 }
 
-/// A role's variables file (`defaults/main.yml`, `vars/main.yml`): a mapping, or nothing.
-fn vars_file(f: &mut Front, dir: &Path) -> Map<String, Value> {
-    let Some(path) = main_file(dir, "main") else { return Map::new() };
+/// A role's file of `dir` (its `tasks/`, `vars/`...): `main`, or the one a `*_from` names,
+/// which must exist.
+fn role_file(f: &mut Front, spec: &Spec, dir: &Path, from: Option<&String>, what: &str) -> Option<PathBuf> {
+    let Some(from) = from else { return main_file(dir, "main") };
+    let found = main_file(dir, from);
+    if found.is_none() {
+        let (l, c, n) = spec.at;
+        f.p.add_len(
+            l,
+            c,
+            n,
+            format!("role '{}': {what} '{from}' not found", spec.name),
+            "this role",
+            Some(format!("looked for {}/{from}, {from}.yml and {from}.yaml", include::shown(dir))),
+        );
+    }
+    found
+}
+
+/// A role's variables file (`defaults/main.yml`, `vars/main.yml`, or a `*_from`): a mapping,
+/// or nothing.
+fn vars_file(f: &mut Front, spec: &Spec, dir: &Path, from: Option<&String>, what: &str) -> Map<String, Value> {
+    let Some(path) = role_file(f, spec, dir, from, what) else { return Map::new() };
     let Some((source, node)) = read(f, &path) else { return Map::new() };
     match node.to_value() {
         Value::Object(m) => m,
@@ -376,7 +408,7 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
             }
         });
     }
-    let defaults = vars_file(f, &dir.join("defaults"));
+    let defaults = vars_file(f, &spec, &dir.join("defaults"), spec.defaults_from.as_ref(), "defaults_from");
     f.defaults.extend(defaults);
     // The role's own variables: its vars/main.yml over role_name and role_path, under each
     // task's own vars; its parameters over them.
@@ -387,9 +419,9 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         "role_path".into(),
         Value::String(std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()).display().to_string()),
     );
-    own.vars.extend(vars_file(f, &dir.join("vars")));
+    own.vars.extend(vars_file(f, &spec, &dir.join("vars"), spec.vars_from.as_ref(), "vars_from"));
     own.vars.extend(spec.vars.vars.clone());
-    if let Some(path) = main_file(&dir.join("handlers"), "main") {
+    if let Some(path) = role_file(f, &spec, &dir.join("handlers"), spec.handlers_from.as_ref(), "handlers_from") {
         let mut hs = Vec::new();
         include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
         own.apply(&mut hs);
@@ -397,25 +429,8 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     }
     let tasks_start = out.len();
     let tasks_dir = dir.join("tasks");
-    match &spec.tasks_from {
-        None => {
-            if let Some(path) = main_file(&tasks_dir, "main") {
-                include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out);
-            }
-        }
-        Some(from) => match main_file(&tasks_dir, from) {
-            Some(path) => {
-                include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out)
-            }
-            None => f.p.add_len(
-                l,
-                c,
-                n,
-                format!("role '{}': tasks_from '{from}' not found", spec.name),
-                "this role",
-                Some(format!("looked for {}/{from}, {from}.yml and {from}.yaml", include::shown(&tasks_dir))),
-            ),
-        },
+    if let Some(path) = role_file(f, &spec, &tasks_dir, spec.tasks_from.as_ref(), "tasks_from") {
+        include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out);
     }
     own.apply(&mut out[tasks_start..]);
     spec.keywords.apply(&mut out[start..]);

@@ -33,6 +33,7 @@ pub const KEYWORDS: &[&str] = &[
     "vars",
     "environment",
     "args",
+    "listen",
 ];
 
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
@@ -58,7 +59,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("ignore_unreachable", ""),
     ("action", "write the module as the task's key"),
     ("local_action", ""),
-    ("listen", "notify the handler by its name"),
     ("with_fileglob", ""),
     ("with_together", ""),
     ("with_sequence", ""),
@@ -215,6 +215,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let mut environment: Option<&Key> = None;
     let mut until_at: Option<&Key> = None;
     let mut retries_at: Option<&Key> = None;
+    let mut listen: Option<Vec<String>> = None;
     for (k, v) in map {
         let role = if KEYWORDS.contains(&k.name.as_str()) {
             Role::Keyword
@@ -335,6 +336,18 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         args = Some(v);
                         None
                     }
+                    "listen" => {
+                        if handler {
+                            listen = names(f, k, v, false);
+                        } else {
+                            f.p.add_key(
+                                k,
+                                "listen on a task: it is a handler's keyword".into(),
+                                Some("put the task under the play's handlers:, or notify by name".into()),
+                            );
+                        }
+                        None
+                    }
                     _ => None,
                 };
                 if let Some(value) = value {
@@ -399,6 +412,11 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     if !handler {
         def.entry("name").or_insert_with(|| json!(mk.name));
     }
+    // An unnamed handler is notified through its topics only; copctl's handlers have names.
+    if let Some(topics) = &listen {
+        def.entry("name")
+            .or_insert_with(|| json!(format!("{} (listen: {}, line {})", mk.name, topics.join(", "), node.line)));
+    }
     if f.p.count() != before {
         return None;
     }
@@ -410,7 +428,12 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         }
     };
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, handler) {
-        Ok(s) => Some(s),
+        Ok(s) => {
+            if let Some(topics) = listen {
+                f.listening.push((s.name.clone(), topics));
+            }
+            Some(s)
+        }
         Err(e) => {
             f.p.errors.push(e);
             None

@@ -183,6 +183,12 @@ pub fn tasks_file(
     f.within(source.clone(), canonical, place, |f| match &root.kind {
         Kind::Seq(items) => {
             for t in items {
+                // Ansible flushes the handlers there: before the next step (mod.rs splits the
+                // play at it).
+                if !handler && super::is_flush_handlers(f, t) {
+                    f.flush_pending = true;
+                    continue;
+                }
                 super::expand(f, t, handler, out);
             }
         }
