@@ -212,7 +212,8 @@ fn a_play_from_an_imported_playbook_is_reported_in_its_file() {
 
 /// Handlers notified by topic (`listen`, a named and an unnamed handler, one on two topics),
 /// `meta: flush_handlers` inside a role's task file, include_role's vars_from, defaults_from and
-/// handlers_from, `strategy`, and `playbook_dir` in an include's file name and a template: the
+/// handlers_from, `strategy`, `playbook_dir` in an include's file name and a template, and
+/// set_fact values that keep their expression's type (and a key `n`, text in PyYAML): the
 /// same files and recap as ansible-playbook's, first run and re-run.
 #[test]
 fn handler_topics_a_flush_in_a_role_and_a_roles_other_files_end_as_ansible_leaves_them() {
@@ -228,4 +229,6 @@ fn handler_topics_a_flush_in_a_role_and_a_roles_other_files_end_as_ansible_leave
     assert_eq!(std::fs::read_to_string(events).unwrap(), "reload lab-1\naudit\n", "both listeners ran, once");
     let svc = ours.lab().path(0, "/opt/app/svc.conf");
     assert_eq!(std::fs::read_to_string(svc).unwrap(), "level=prod size=small\n");
+    let facts = ours.lab().path(0, "/opt/app/facts.txt");
+    assert_eq!(std::fs::read_to_string(facts).unwrap(), "True 3 1,2\n", "set_fact kept the number");
 }

@@ -61,9 +61,31 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
     out
 }
 
+/// The placeholders with each set_fact value that is one `{{ expression }}` evaluated as far as
+/// the plan can: such a fact keeps its expression's type (a number, a list), so a template doing
+/// arithmetic on it checks as it will run; one that needs results of the run stays text.
+fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, Value>) -> IndexMap<String, Value> {
+    let mut out = base.clone();
+    for s in pb.all_steps() {
+        let Action::SetFact(m) = &s.action else { continue };
+        for (k, v) in m.iter() {
+            let Some(expr) = v.as_str().and_then(crate::template::single_expression) else { continue };
+            let ctx = site.context(pb, host, Arc::new(out.clone()));
+            if let Ok(r) = site.templates.eval(expr, &ctx)
+                && !r.is_undefined()
+                && let Ok(j) = serde_json::to_value(&r)
+            {
+                out.insert(k.clone(), j);
+            }
+        }
+    }
+    out
+}
+
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
     let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
     let regs: Vec<Arc<IndexMap<String, Value>>> = plan.playbooks.iter().map(|pb| Arc::new(placeholders(pb))).collect();
+    let mut typed: std::collections::HashMap<(usize, String), Arc<IndexMap<String, Value>>> = Default::default();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
@@ -74,7 +96,11 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
         }
         let pb = &plan.playbooks[t.playbook];
         let Some(step) = plan.step(t) else { continue };
-        let mut reg = (*regs[t.playbook]).clone();
+        let base = typed
+            .entry((t.playbook, host.clone()))
+            .or_insert_with(|| Arc::new(typed_facts(site, pb, host, &regs[t.playbook])))
+            .clone();
+        let mut reg = (*base).clone();
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(l) = &step.def.loop_over {

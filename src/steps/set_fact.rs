@@ -30,7 +30,7 @@ impl Kind for SetFactArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let mut out = serde_json::Map::new();
         for (k, v) in &self.0 {
-            match render_value(cx.templates, v, cx.vars) {
+            match native(cx, v) {
                 Ok(r) => {
                     out.insert(k.clone(), r);
                 }
@@ -40,5 +40,31 @@ impl Kind for SetFactArgs {
         let mut o = Outcome::ok("");
         o.facts = Some(out);
         o
+    }
+}
+
+/// A value rendered as Ansible's set_fact does: a string that is one `{{ expression }}` keeps
+/// the expression's type (`'{{ 1 + 1 }}'` is the number 2, `'{{ x is defined }}'` a boolean),
+/// as a variable's value does; other strings render to text.
+fn native(cx: &StepCtx<'_>, v: &Value) -> Result<Value, minijinja::Error> {
+    match v {
+        Value::String(s) => match crate::template::single_expression(s) {
+            Some(expr) => {
+                let r = cx.templates.eval(expr, cx.vars)?;
+                if r.is_undefined() {
+                    return Err(minijinja::Error::new(
+                        minijinja::ErrorKind::UndefinedError,
+                        format!("'{}' is undefined", expr.trim()),
+                    ));
+                }
+                serde_json::to_value(&r).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))
+            }
+            None => render_value(cx.templates, v, cx.vars),
+        },
+        Value::Array(a) => Ok(Value::Array(a.iter().map(|x| native(cx, x)).collect::<Result<_, _>>()?)),
+        Value::Object(m) => Ok(Value::Object(
+            m.iter().map(|(k, x)| Ok::<_, minijinja::Error>((k.clone(), native(cx, x)?))).collect::<Result<_, _>>()?,
+        )),
+        other => Ok(other.clone()),
     }
 }

@@ -459,30 +459,32 @@ impl Object for LazyVars {
     }
 }
 
+/// The expression of a string that is one `{{ expression }}` and nothing else: its value keeps
+/// its type (Ansible's native values), where any other template renders to text.
+pub fn single_expression(s: &str) -> Option<&str> {
+    s.trim()
+        .strip_prefix("{{")
+        .and_then(|x| x.strip_suffix("}}"))
+        .filter(|x| !x.contains("{{") && !x.contains("}}") && !x.contains("{%"))
+}
+
 /// Renders every string of a variable's value. A string that is one expression (`"{{ groups['w'] }}"`)
 /// keeps the expression's type, as Ansible's native values do; other strings render to text.
 fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -> Result<Value, minijinja::Error> {
     Ok(match v {
-        serde_json::Value::String(s) if is_template(s) => {
-            let t = s.trim();
-            let single = t
-                .strip_prefix("{{")
-                .and_then(|x| x.strip_suffix("}}"))
-                .filter(|x| !x.contains("{{") && !x.contains("}}") && !x.contains("{%"));
-            match single {
-                Some(expr) => {
-                    let v = env.compile_expression(expr)?.eval(ctx)?;
-                    if v.is_undefined() {
-                        return Err(minijinja::Error::new(
-                            ErrorKind::UndefinedError,
-                            format!("'{}' is undefined", expr.trim()),
-                        ));
-                    }
-                    v
+        serde_json::Value::String(s) if is_template(s) => match single_expression(s) {
+            Some(expr) => {
+                let v = env.compile_expression(expr)?.eval(ctx)?;
+                if v.is_undefined() {
+                    return Err(minijinja::Error::new(
+                        ErrorKind::UndefinedError,
+                        format!("'{}' is undefined", expr.trim()),
+                    ));
                 }
-                None => Value::from(env.render_str(s, ctx)?),
+                v
             }
-        }
+            None => Value::from(env.render_str(s, ctx)?),
+        },
         serde_json::Value::Array(a) => {
             Value::from(a.iter().map(|x| render_json(env, x, ctx)).collect::<Result<Vec<_>, _>>()?)
         }

@@ -377,8 +377,11 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
             return;
         }
     };
-    let root: Node = match crate::yaml::parse_ansible(&source) {
-        Ok(n) => n,
+    let root: Node = match crate::yaml::parse_ansible::<Node>(&source) {
+        Ok(mut n) => {
+            n.keep_short_words(&source.text);
+            n
+        }
         Err(e) => {
             f.p.errors.push(e);
             return;

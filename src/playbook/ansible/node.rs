@@ -66,23 +66,35 @@ impl Node {
     /// on/off); the YAML reader made them booleans. Put back from the text where they are
     /// written.
     pub fn keep_short_words(&mut self, text: &str) {
+        // The word written at (line, column), when it is one of those.
+        let short = |line: usize, column: usize| -> Option<String> {
+            let word: String = text
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("")
+                .chars()
+                .skip(column.saturating_sub(1))
+                .take_while(|c| !c.is_whitespace() && !",]}#:".contains(*c))
+                .collect();
+            matches!(word.as_str(), "y" | "Y" | "n" | "N").then_some(word)
+        };
         match &mut self.kind {
             Kind::Scalar(Value::Bool(_)) => {
-                let word: String = text
-                    .lines()
-                    .nth(self.line.saturating_sub(1))
-                    .unwrap_or("")
-                    .chars()
-                    .skip(self.column.saturating_sub(1))
-                    .take_while(|c| !c.is_whitespace() && !",]}#".contains(*c))
-                    .collect();
-                if matches!(word.as_str(), "y" | "Y" | "n" | "N") {
+                if let Some(word) = short(self.line, self.column) {
                     self.kind = Kind::Scalar(Value::String(word));
                 }
             }
             Kind::Scalar(_) => {}
             Kind::Seq(items) => items.iter_mut().for_each(|n| n.keep_short_words(text)),
-            Kind::Map(m) => m.iter_mut().for_each(|(_, n)| n.keep_short_words(text)),
+            // A key too (`n: 1` sets the variable `n`).
+            Kind::Map(m) => m.iter_mut().for_each(|(k, n)| {
+                if matches!(k.name.as_str(), "true" | "false")
+                    && let Some(word) = short(k.line, k.column)
+                {
+                    k.name = word;
+                }
+                n.keep_short_words(text)
+            }),
         }
     }
 

@@ -296,7 +296,10 @@ fn read(f: &mut Front, path: &Path) -> Option<(Source, Node)> {
     };
     let source = Source::new(include::display_name(f, path), text.text.as_str());
     match crate::yaml::parse_ansible::<Node>(&source) {
-        Ok(n) => Some((source, n)),
+        Ok(mut n) => {
+            n.keep_short_words(&source.text);
+            Some((source, n))
+        }
         Err(e) => {
             f.p.errors.push(e);
             None

@@ -172,8 +172,11 @@ pub fn tasks_file(
         }
     };
     let source = Source::new(display_name(f, path), source.text.as_str());
-    let root: Node = match crate::yaml::parse_ansible(&source) {
-        Ok(n) => n,
+    let root: Node = match crate::yaml::parse_ansible::<Node>(&source) {
+        Ok(mut n) => {
+            n.keep_short_words(&source.text);
+            n
+        }
         Err(e) => {
             f.p.errors.push(e);
             return;
