@@ -210,7 +210,8 @@ fn a_play_from_an_imported_playbook_is_reported_in_its_file() {
         .run();
 }
 
-/// Handlers notified by topic (`listen`, a named and an unnamed handler, one on two topics),
+/// Handlers notified by topic (`listen`, a named and an unnamed handler, one on two topics; a
+/// handler notifying a later one),
 /// `meta: flush_handlers` inside a role's task file, include_role's vars_from, defaults_from and
 /// handlers_from, `strategy`, `playbook_dir` in an include's file name and a template, and
 /// set_fact values that keep their expression's type (and a key `n`, text in PyYAML): the
@@ -226,9 +227,61 @@ fn handler_topics_a_flush_in_a_role_and_a_roles_other_files_end_as_ansible_leave
         assert_eq!(a, b, "ansible-handlers {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
     }
     let events = ours.lab().path(0, "/opt/app/events.log");
-    assert_eq!(std::fs::read_to_string(events).unwrap(), "reload lab-1\naudit\n", "both listeners ran, once");
+    assert_eq!(
+        std::fs::read_to_string(events).unwrap(),
+        "reload lab-1\naudit\nsummary\n",
+        "both listeners ran, once, then the handler the first notified"
+    );
     let svc = ours.lab().path(0, "/opt/app/svc.conf");
     assert_eq!(std::fs::read_to_string(svc).unwrap(), "level=prod size=small\n");
     let facts = ours.lab().path(0, "/opt/app/facts.txt");
     assert_eq!(std::fs::read_to_string(facts).unwrap(), "True 3 1,2\n", "set_fact kept the number");
+}
+
+/// What handlers cannot do yet, each at its place: `listen` on a task, a handler notifying an
+/// earlier handler (Ansible would run it in another round), a topic no handler listens to.
+#[test]
+fn handler_topics_that_cannot_run_as_ansible_runs_them_are_refused() {
+    refused(
+        &[(
+            "site.yml",
+            "- hosts: web\n  tasks:\n    - command: echo\n      listen: x\n      notify: restart\n  handlers:\n    - name: reload\n      command: echo\n      listen: restart\n    - name: restart\n      command: echo\n      notify: [reload, audit]\n",
+        )],
+        r#"  x site.yml: 3 problems: copctl cannot run this playbook as written
+
+Error: 
+  x site.yml:4:7: listen on a task: it is a handler's keyword
+   ,-[site.yml:4:7]
+ 3 |     - command: echo
+ 4 |       listen: x
+   :       ^^^|^^
+   :          `-- here
+ 5 |       notify: restart
+   `----
+  help: put the task under the play's handlers:, or notify by name
+
+Error: 
+  x site.yml:10:7: handler 'restart' notifies 'reload', which is not after it: not supported yet
+    ,-[site.yml:10:7]
+  9 |       listen: restart
+ 10 |     - name: restart
+    :       ^^^^^^|^^^^^^
+    :             `-- notifies an earlier handler
+ 11 |       command: echo
+    `----
+  help: order the handlers so that a handler notifies only those after it
+
+Error: 
+  x site.yml:10:7: handler 'restart' notifies 'audit', which is not a handler of this play
+    ,-[site.yml:10:7]
+  9 |       listen: restart
+ 10 |     - name: restart
+    :       ^^^^^^|^^^^^^
+    :             `-- unknown handler
+ 11 |       command: echo
+    `----
+  help: add it under the play's handlers: or fix the name
+
+"#,
+    );
 }

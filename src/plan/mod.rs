@@ -326,9 +326,16 @@ impl Builder<'_> {
         let batches = split_batches(play, inside);
         let mut ends: Vec<NodeIndex> = Vec::new();
         let mut prev_barrier: Option<NodeIndex> = None;
+        // The handlers the play's steps may notify, and those these handlers notify in turn
+        // (an Ansible handler may notify handlers after it).
         let notified: Vec<usize> = {
-            let names: HashSet<String> =
+            let mut names: HashSet<String> =
                 play.steps.iter().flat_map(|s| s.def.notify.iter().flat_map(|n| n.to_vec())).collect();
+            for h in &pb.handlers {
+                if names.contains(&h.name) {
+                    names.extend(h.def.notify.iter().flat_map(|n| n.to_vec()));
+                }
+            }
             (0..pb.handlers.len()).filter(|i| names.contains(&pb.handlers[*i].name)).collect()
         };
         for (bi, batch) in batches.iter().enumerate() {

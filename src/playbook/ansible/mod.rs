@@ -680,6 +680,41 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         }
         all_handlers.push(h);
     }
+    // A handler notifying others (by name or topic): those after it run in the same flush, as
+    // in Ansible; one before it (or itself) would need another round copctl does not make.
+    for i in 0..all_handlers.len() {
+        let Some(n) = all_handlers[i].def.notify.clone() else { continue };
+        let mut names: Vec<String> = Vec::new();
+        for n in n.to_vec() {
+            let found: Vec<usize> = (0..all_handlers.len())
+                .filter(|&j| {
+                    let h = &all_handlers[j];
+                    h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
+                })
+                .collect();
+            let h = &all_handlers[i];
+            if found.is_empty() {
+                f.p.add_at_step(
+                    h,
+                    format!("handler '{}' notifies '{n}', which is not a handler of this play", h.name),
+                    "unknown handler",
+                    "add it under the play's handlers: or fix the name",
+                );
+            } else if let Some(&j) = found.iter().find(|&&j| j <= i) {
+                f.p.add_at_step(
+                    h,
+                    format!(
+                        "handler '{}' notifies '{}', which is not after it: not supported yet",
+                        h.name, all_handlers[j].name
+                    ),
+                    "notifies an earlier handler",
+                    "order the handlers so that a handler notifies only those after it",
+                );
+            }
+            names.extend(found.into_iter().map(|j| all_handlers[j].name.clone()));
+        }
+        all_handlers[i].def.notify = Some(crate::playbook::OneOrMany::Many(names));
+    }
     // Ansible runs a notified handler whatever `--tags` selects (its tags are not read).
     let mut handlers = all_handlers;
     for h in &mut handlers {

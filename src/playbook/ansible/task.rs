@@ -278,14 +278,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "when" | "changed_when" | "failed_when" => condition(f, k, v),
                     "register" | "delegate_to" => text(f, k, v).map(Value::from),
                     "ignore_errors" | "become" | "run_once" => flag(f, k, v).map(Value::from),
-                    "notify" => {
-                        if handler {
-                            f.p.add_key(k, "a handler notifying another is not supported yet".into(), None);
-                            None
-                        } else {
-                            names(f, k, v, false).map(Value::from)
-                        }
-                    }
+                    // A handler's is checked when the play's handlers are known (mod.rs).
+                    "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
                     "loop" => Some(v.to_value()),
                     "with_items" => with_items(f, k, v),
