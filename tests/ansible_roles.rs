@@ -285,3 +285,39 @@ Error:
 "#,
     );
 }
+
+/// `--tags` and a dynamic include: its tasks run only where the include is selected too (an
+/// untagged include_tasks brings in nothing under `--tags`, even a task tagged to match),
+/// while an import's tasks answer by their own tags; as ansible-playbook selects them.
+#[test]
+fn tags_select_an_included_task_only_with_its_include() {
+    let files = [
+        (
+            "tags.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - file: {path: /opt/app, state: directory, mode: '0755'}\n      tags: [always]\n    - include_tasks: inner.yml\n    - include_tasks: inner2.yml\n      tags: [outer]\n    - import_tasks: inner3.yml\n",
+        ),
+        ("inner.yml", "- copy: {dest: /opt/app/one, content: '1', mode: '0644'}\n  tags: [pick]\n"),
+        (
+            "inner2.yml",
+            "- copy: {dest: /opt/app/two, content: '2', mode: '0644'}\n  tags: [pick]\n- copy: {dest: /opt/app/two-b, content: '2', mode: '0644'}\n",
+        ),
+        ("inner3.yml", "- copy: {dest: /opt/app/three, content: '3', mode: '0644'}\n  tags: [pick]\n"),
+    ];
+    let (theirs, ours) = (site(1), site(1));
+    for s in [&theirs, &ours] {
+        for (p, text) in files {
+            s.write(p, text);
+        }
+    }
+    let runs: [&[&str]; 2] =
+        [&["tags.yml", "--tags", "pick,outer"], &["tags.yml", "--tags", "pick", "--skip-tags", "outer"]];
+    for args in runs {
+        let (a, b) = (ansible_run(&theirs, args), copctl_run(&ours, args));
+        eprintln!("{args:?}: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 1), state(&ours, 1));
+        assert_eq!(diff(&sa, &sb), "", "{args:?}: the hosts' files differ");
+        assert_eq!(a, b, "{args:?}: recap counts differ");
+    }
+    let sb = state(&ours, 1);
+    assert!(!sb.contains_key("lab-1:/opt/app/one") && sb.contains_key("lab-1:/opt/app/two"), "{sb:?}");
+}

@@ -110,6 +110,10 @@ pub struct Step {
     /// The file the step is written in when not the playbook's own (an Ansible task file or
     /// role): `line` and `column` are in it.
     pub file: Option<Source>,
+    /// The tags of each Ansible `include_tasks`/`include_role` that brings the step in (with
+    /// what they inherit): `--tags`/`--skip-tags` must select each of them as well as the step,
+    /// as Ansible filters an include before it reads the included tasks.
+    pub tag_gates: Vec<Vec<String>>,
 }
 
 impl Step {
@@ -602,5 +606,5 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             ),
         ));
     }
-    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new(), file: None })
+    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new(), file: None, tag_gates: Vec::new() })
 }

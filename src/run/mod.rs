@@ -172,16 +172,26 @@ impl Engine {
                 return true;
             }
         }
-        if self.opts.skip_tags.iter().any(|s| has(s)) {
+        if !self.selected(&tags) {
             return true;
+        }
+        // An Ansible include's tasks run only where `--tags` selects the include too.
+        let play_tags = &self.plan.play(t).tags;
+        self.plan.step(t).is_some_and(|s| {
+            s.tag_gates.iter().any(|g| !self.selected(&g.iter().chain(play_tags).cloned().collect::<Vec<_>>()))
+        })
+    }
+
+    /// Whether `--tags`/`--skip-tags` select a task with these tags.
+    fn selected(&self, tags: &[String]) -> bool {
+        let has = |x: &str| tags.iter().any(|t| t == x);
+        if self.opts.skip_tags.iter().any(|s| has(s)) {
+            return false;
         }
         if has("never") && !self.opts.tags.iter().any(|s| s == "never" || has(s)) {
-            return true;
+            return false;
         }
-        if !self.opts.tags.is_empty() && !has("always") && !self.opts.tags.iter().any(|s| s == "all" || has(s)) {
-            return true;
-        }
-        false
+        self.opts.tags.is_empty() || has("always") || self.opts.tags.iter().any(|s| s == "all" || has(s))
     }
 
     fn why_not(&mut self, n: NodeIndex) -> Option<Block> {

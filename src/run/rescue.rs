@@ -110,6 +110,7 @@ mod tests {
                     column: 1,
                     blocks: c.iter().map(|&(id, part)| Enclosing { id, part }).collect(),
                     file: None,
+                    tag_gates: Vec::new(),
                 }
             })
             .collect()

@@ -212,6 +212,9 @@ fn inherit(b: &Inherited, s: &mut Step) {
         tags.extend(d.tags.iter().flat_map(|t| t.to_vec()));
         tags.dedup();
         d.tags = Some(OneOrMany::Many(tags));
+        for g in &mut s.tag_gates {
+            g.extend(b.tags.iter().filter(|t| !g.contains(t)).cloned().collect::<Vec<_>>());
+        }
     }
     d.r#become = d.r#become.or(b.r#become);
     for (k, v) in &b.vars {

@@ -85,6 +85,9 @@ impl Inherit {
                     }
                 }
                 s.def.tags = Some(OneOrMany::Many(tags));
+                for g in &mut s.tag_gates {
+                    g.extend(self.tags.iter().filter(|t| !g.contains(t)).cloned().collect::<Vec<_>>());
+                }
             }
             if s.def.r#become.is_none() {
                 s.def.r#become = self.r#become;
@@ -122,6 +125,9 @@ pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: u
         // An include in an included file gets that file when its steps do (tasks_file).
         Ok(s) => out.insert(start, s),
         Err(e) => f.p.errors.push(e),
+    }
+    for s in &mut out[start + 1..] {
+        s.tag_gates.push(inherit.tags.clone());
     }
     Inherit { tags: Vec::new(), ..inherit }.apply(&mut out[start + 1..]);
 }
