@@ -321,3 +321,18 @@ fn tags_select_an_included_task_only_with_its_include() {
     let sb = state(&ours, 1);
     assert!(!sb.contains_key("lab-1:/opt/app/one") && sb.contains_key("lab-1:/opt/app/two"), "{sb:?}");
 }
+
+/// A handler that fails on one host of an `any_errors_fatal` play at its `meta: flush_handlers`
+/// stops the play there for every host: the tasks after the flush neither run nor count, the
+/// same recap as ansible-playbook's.
+#[test]
+fn a_fatal_handler_failure_at_a_flush_stops_the_rest_of_the_play_uncounted() {
+    let text = "- hosts: all\n  gather_facts: false\n  any_errors_fatal: true\n  tasks:\n    - command: /bin/true\n      notify: check\n    - meta: flush_handlers\n    - copy: {dest: /tmp/after-flush, content: x, mode: '0644'}\n  handlers:\n    - name: check\n      command: \"/bin/{{ (inventory_hostname == 'lab-1') | ternary('true', 'false') }}\"\n";
+    let (theirs, ours) = (site(2), site(2));
+    theirs.write("fatal.yml", text);
+    ours.write("fatal.yml", text);
+    let a = ansible::ansible_recap(&theirs, &["fatal.yml"], 2, KEYS);
+    let b = ansible::copctl_recap(&ours, &["fatal.yml"], 2, KEYS);
+    assert_eq!(a, b, "recap counts [ok, changed, failed, skipped, ignored] differ");
+    assert!(!ours.lab().path(0, "/tmp/after-flush").exists(), "the task after the flush ran");
+}

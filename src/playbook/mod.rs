@@ -161,6 +161,9 @@ pub struct Play {
     /// The file the play is written in when not the playbook's own (an Ansible playbook
     /// brought in by import_playbook): `line` is in it.
     pub file: Option<Source>,
+    /// The rest of the play before it (an Ansible play split where its handlers run): when that
+    /// one stops, this one stops with it without a word, as one Ansible play would.
+    pub continues: bool,
 }
 
 impl Play {
@@ -401,6 +404,7 @@ impl Playbook {
                 steps,
                 line,
                 file: None,
+                continues: false,
             });
         }
         let pb = Playbook {

@@ -270,7 +270,11 @@ impl Engine {
                 } else {
                     dt.kind != TaskKind::Barrier && (dt.host != t.host || was_blocked)
                 };
-                if propagate {
+                // The next part of the same Ansible play stops as its first part did, unseen.
+                let continues = t.kind == TaskKind::Barrier
+                    && (dt.playbook, dt.play) == (t.playbook, t.play + 1)
+                    && self.plan.play(dt).continues;
+                if propagate && !continues {
                     self.blocked.entry(d).or_insert_with(|| r.clone());
                 }
                 // A play kept from starting by a play it needs stops as that one did, so the

@@ -742,6 +742,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         steps: Vec::new(),
         line: node.line,
         file: None,
+        continues: false,
     };
     let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
         let mut name = wanted.clone();
@@ -759,6 +760,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             // unique() numbers a second chunk of the same section.
             let wanted = if sec == "tasks" { base.clone() } else { format!("{base} ({sec})") };
             let mut p = template.clone();
+            p.continues = !plays.is_empty();
             p.name = unique(wanted, earlier, &plays);
             p.steps = facts.take().into_iter().chain(steps).collect();
             plays.push(p);
