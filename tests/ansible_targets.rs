@@ -355,8 +355,21 @@ fn ansible_core_integration_targets_run_under_copctl() {
         }
     }
     if full {
+        let version = dir.ancestors().nth(3).and_then(|p| p.file_name()).map(|v| v.to_string_lossy().into_owned());
+        let head = format!(
+            "# ansible-core's integration targets under copctl\n\n\
+             Written by `COPCTL_ANSIBLE_TARGETS={chosen} scripts/test.sh --test ansible_targets -- --nocapture` \
+             (tests/ansible_targets.rs) from ansible-core {}'s `test/integration/targets`. Each target \
+             (its role, or each playbook its runme.sh runs) ran under copctl and under ansible-playbook \
+             on fresh lab hosts; the counts are each tool's recap summed over the hosts (`ok` counts \
+             changed tasks too, as Ansible's does). A target passes when copctl refuses nothing and \
+             its recap is Ansible's: every assert of the target held, and where a runme.sh \
+             playbook fails on purpose it failed the same tasks. What copctl refuses is listed \
+             after the table, each at its file:line in the target.\n\n",
+            version.unwrap_or_default()
+        );
         let out = repo().join("target/ansible-targets.md");
-        std::fs::write(&out, format!("{table}{details}")).unwrap();
+        std::fs::write(&out, format!("{head}{table}{details}")).unwrap();
         eprintln!("report: {}", out.display());
     }
     assert!(broken.is_empty(), "targets that passed no longer do:\n{broken:#?}");
