@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::edit::{Edit, Safeguards, open_for_edit, python_regex, set_mode, with_attrs_msg, write_guarded};
+use super::edit::{expand_home, Edit, Safeguards, open_for_edit, python_regex, module_diff, set_mode, with_attrs_msg, write_guarded};
+use super::replace::failed_rc;
 use super::{Guards, Kind, Mode, Outcome, Presence, StepCtx, Status};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -55,7 +56,15 @@ impl Kind for BlockArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let a = self;
+        let expanded;
+        let a = match expand_home(cx, &self.path).await {
+            Ok(p) if p != self.path => {
+                expanded = Self { path: p, ..self.clone() };
+                &expanded
+            }
+            Ok(_) => self,
+            Err(o) => return o,
+        };
         let Edit { current, mode, text, file_mode } =
             match open_for_edit(cx, &a.path, a.state, a.create, a.mode.as_ref()).await {
                 Ok(e) => e,
@@ -66,9 +75,9 @@ impl Kind for BlockArgs {
                     return o;
                 }
                 Err(o) if o.msg.contains(" is a ") => {
-                    return Outcome::failed(format!("Path {} is a directory !", a.path));
+                    return failed_rc(format!("Path {} is a directory !", a.path), 256);
                 }
-                Err(_) => return Outcome::failed(format!("Path {} does not exist !", a.path)),
+                Err(_) => return failed_rc(format!("Path {} does not exist !", a.path), 257),
             };
         let old = current.as_ref().map(|(t, _)| t.as_str());
         let (new_text, msg) = match a.edited(old.map(|_| text.as_str())) {
@@ -78,7 +87,7 @@ impl Kind for BlockArgs {
         let content_changed = old != Some(new_text.as_str());
         let g = Safeguards { backup: a.backup, validate: a.validate.as_deref() };
         let (mut o, backup) = if content_changed {
-            match write_guarded(cx, &a.path, old, new_text, mode.unwrap_or(file_mode), msg, &g).await {
+            match write_guarded(cx, &a.path, old, new_text.clone(), mode.unwrap_or(file_mode), msg, &g).await {
                 Ok(r) => r,
                 Err(o) => return o,
             }
@@ -96,6 +105,8 @@ impl Kind for BlockArgs {
         if attrs {
             o = Outcome::changed("");
         }
+        let modes = attrs.then(|| (file_mode, mode.unwrap_or(file_mode)));
+        o.result.insert("diff".into(), module_diff(cx, &a.path, old, &new_text, modes));
         if o.status == Status::Changed {
             o.msg = format!("{}: {msg}", a.path);
         }

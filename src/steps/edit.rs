@@ -4,6 +4,8 @@
 //! asked. Also the Python regular expressions the Ansible modules' arguments are. No kind of its
 //! own.
 
+use serde_json::{Value, json};
+
 use super::backup::backup_local;
 use super::transfer::{private_diff, secret_notice, stat, unified_diff};
 use super::validate::validate;
@@ -12,11 +14,26 @@ use super::{Outcome, StepCtx, transport_outcome};
 use crate::template::shell_quote;
 use crate::transport::PutSource;
 
+/// A path as the modules take it (`type='path'`): a leading `~` is the remote user's home.
+pub(super) async fn expand_home(cx: &StepCtx<'_>, path: &str) -> Result<String, Outcome> {
+    let rest = match path.strip_prefix('~') {
+        Some(r) if r.is_empty() || r.starts_with('/') => r,
+        _ => return Ok(path.to_string()),
+    };
+    let out = cx.sh("printf '%s' \"$HOME\"", None).await?;
+    let home = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.success() || home.is_empty() {
+        return Err(Outcome::failed(format!("{path}: the remote user has no home directory to expand ~ to")));
+    }
+    Ok(format!("{home}{rest}"))
+}
+
 /// Reads the file (None when absent) and its mode.
 async fn read(cx: &StepCtx<'_>, path: &str) -> Result<Option<(String, u32)>, Outcome> {
     match stat(cx, path, false).await? {
         None => Ok(None),
-        Some(s) if s.kind != "file" => Err(Outcome::failed(format!("{path} is a {}, not a file", s.kind))),
+        // Anything but a directory reads as the modules read it (/dev/null is empty text).
+        Some(s) if s.kind == "directory" => Err(Outcome::failed(format!("{path} is a {}, not a file", s.kind))),
         Some(s) => {
             let b = cx.conn.get(path).await.map_err(transport_outcome)?;
             Ok(Some((String::from_utf8_lossy(&b).into_owned(), s.mode)))
@@ -100,6 +117,31 @@ pub(super) fn with_attrs_msg(msg: &str, content_changed: bool, attrs_changed: bo
     }
 }
 
+/// The `diff` the edit modules return (and `register:` keeps, diff mode or not): the content's
+/// before and after (filled in diff mode only), then the attributes' (the mode, when it changed).
+/// In check mode on a file not there yet, the content's alone, as Ansible returns it then.
+pub(super) fn module_diff(
+    cx: &StepCtx<'_>,
+    path: &str,
+    before: Option<&str>,
+    after: &str,
+    modes: Option<(u32, u32)>,
+) -> Value {
+    let (b, a) = if cx.diff { (before.unwrap_or(""), after) } else { ("", "") };
+    let content = json!({"before": b, "after": a,
+        "before_header": format!("{path} (content)"), "after_header": format!("{path} (content)")});
+    if cx.check && before.is_none() {
+        return content;
+    }
+    let mut attrs = json!({"before_header": format!("{path} (file attributes)"),
+        "after_header": format!("{path} (file attributes)")});
+    if let Some((was, is)) = modes {
+        attrs["before"] = json!({"mode": format!("0{was:03o}")});
+        attrs["after"] = json!({"mode": format!("0{is:03o}")});
+    }
+    json!([content, attrs])
+}
+
 /// A text file about to be edited: what is there now, and the mode to write it with.
 pub(super) struct Edit {
     pub current: Option<(String, u32)>,
@@ -176,6 +218,24 @@ pub(super) fn python_re(re: &str) -> String {
     out
 }
 
+/// Python's refusal of a replacement template (`sre_parse.parse_template`): an escaped ASCII
+/// letter it gives no meaning to.
+pub(super) fn check_python_template(rep: &str) -> Result<(), String> {
+    let mut chars = rep.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c != '\\' {
+            continue;
+        }
+        match chars.next() {
+            Some((_, e)) if e.is_ascii_alphabetic() && !"abfnrtvg".contains(e) => {
+                return Err(format!("bad escape \\{e} at position {i}"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// A Python replacement template (`\1`, `\g<1>`, `\g<name>`, `\n`, `\\`) in `regex`'s syntax.
 pub(super) fn python_replacement(rep: &str) -> String {
     let mut out = String::with_capacity(rep.len());
@@ -202,6 +262,10 @@ pub(super) fn python_replacement(rep: &str) -> String {
                 Some('n') => out.push('\n'),
                 Some('t') => out.push('\t'),
                 Some('r') => out.push('\r'),
+                Some('a') => out.push('\x07'),
+                Some('b') => out.push('\x08'),
+                Some('f') => out.push('\x0c'),
+                Some('v') => out.push('\x0b'),
                 Some('\\') => out.push('\\'),
                 Some(other) => {
                     out.push('\\');

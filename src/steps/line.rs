@@ -7,10 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::edit::{
-    Edit, Safeguards, lines_with_ends, open_for_edit, python_expand, python_regex, search_line, set_mode,
+use super::edit::{expand_home, 
+    Edit, Safeguards, lines_with_ends, module_diff, open_for_edit, python_expand, python_regex, search_line, set_mode,
     with_attrs_msg, write_guarded,
 };
+use super::replace::failed_rc;
 use super::{Guards, Kind, Mode, Outcome, Presence, StepCtx, Status};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -56,7 +57,15 @@ impl Kind for LineArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let a = self;
+        let expanded;
+        let a = match expand_home(cx, &self.path).await {
+            Ok(p) if p != self.path => {
+                expanded = Self { path: p, ..self.clone() };
+                &expanded
+            }
+            Ok(_) => self,
+            Err(o) => return o,
+        };
         if let Err(e) = a.check_rules() {
             return Outcome::failed(e);
         }
@@ -69,9 +78,9 @@ impl Kind for LineArgs {
                     return o;
                 }
                 Err(o) if o.msg.contains(" is a ") => {
-                    return Outcome::failed(format!("Path {} is a directory !", a.path));
+                    return failed_rc(format!("Path {} is a directory !", a.path), 256);
                 }
-                Err(_) => return Outcome::failed(format!("Destination {} does not exist !", a.path)),
+                Err(_) => return failed_rc(format!("Destination {} does not exist !", a.path), 257),
             };
         let lines = lines_with_ends(&text);
         let edited = match a.state {
@@ -87,7 +96,7 @@ impl Kind for LineArgs {
         let content_changed = old != Some(new_text.as_str());
         let g = Safeguards { backup: a.backup, validate: a.validate.as_deref() };
         let (mut o, backup) = if content_changed {
-            match write_guarded(cx, &a.path, old, new_text, mode.unwrap_or(file_mode), &msg, &g).await {
+            match write_guarded(cx, &a.path, old, new_text.clone(), mode.unwrap_or(file_mode), &msg, &g).await {
                 Ok(r) => r,
                 Err(o) => return o,
             }
@@ -105,6 +114,8 @@ impl Kind for LineArgs {
         if attrs {
             o = Outcome::changed("");
         }
+        let modes = attrs.then(|| (file_mode, mode.unwrap_or(file_mode)));
+        o.result.insert("diff".into(), module_diff(cx, &a.path, old, &new_text, modes));
         if o.status == Status::Changed {
             o.msg = format!("{}: {msg}", a.path);
         }
@@ -112,6 +123,10 @@ impl Kind for LineArgs {
         o.result.insert("backup".into(), json!(backup));
         if let Some(n) = found {
             o.result.insert("found".into(), json!(n));
+        }
+        if let Some(w) = a.empty_pattern_warning() {
+            o.result.insert("warnings".into(), json!([w]));
+            o.warnings.push(w);
         }
         o
     }
@@ -130,6 +145,22 @@ impl LineArgs {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The module's warning for an empty `regexp` or `search_string` (it matches every line).
+    fn empty_pattern_warning(&self) -> Option<String> {
+        let (name, extra) = match (self.regexp.as_deref(), self.search_string.as_deref()) {
+            (Some(""), _) => (
+                "regular expression",
+                " If this is desired, use '^' to match every line in the file and avoid this warning.",
+            ),
+            (_, Some("")) => ("search string", ""),
+            _ => return None,
+        };
+        Some(format!(
+            "The {name} is an empty string, which will match every line in the file. This may have unintended \
+             consequences, such as replacing the last line in the file rather than appending.{extra}"
+        ))
     }
 
     /// `lineinfile.py` `present`.

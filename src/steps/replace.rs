@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::edit::{Edit, Safeguards, open_for_edit, python_regex, python_replacement, set_mode, with_attrs_msg, write_guarded};
+use super::edit::{expand_home, check_python_template, Edit, Safeguards, open_for_edit, python_regex, python_replacement, set_mode, with_attrs_msg, write_guarded};
 use super::{Guards, Kind, Mode, Outcome, Presence, StepCtx};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -34,12 +34,20 @@ impl Kind for ReplaceArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let a = self;
+        let expanded;
+        let a = match expand_home(cx, &self.path).await {
+            Ok(p) if p != self.path => {
+                expanded = Self { path: p, ..self.clone() };
+                &expanded
+            }
+            Ok(_) => self,
+            Err(o) => return o,
+        };
         let Edit { current, mode, text, file_mode } =
             match open_for_edit(cx, &a.path, Presence::Present, false, a.mode.as_ref()).await {
                 Ok(e) => e,
-                Err(o) if o.msg.contains(" is a ") => return o,
-                Err(_) => return Outcome::failed(format!("Path {} does not exist !", a.path)),
+                Err(o) if o.msg.contains(" is a ") => return failed_rc(format!("Path {} is a directory !", a.path), 256),
+                Err(_) => return failed_rc(format!("Path {} does not exist !", a.path), 257),
             };
         let (new, n) = match replaced(&text, a) {
             Ok(Replaced::Text(new, n)) => (Some(new), n),
@@ -54,9 +62,9 @@ impl Kind for ReplaceArgs {
             Err(e) => return Outcome::failed(e),
         };
         let mut backup = String::new();
+        let msg = if new.is_some() { format!("{n} replacements made") } else { String::new() };
         let mut o = match new {
             Some(new) => {
-                let msg = format!("{n} replacements made");
                 let g = Safeguards { backup: a.backup, validate: a.validate.as_deref() };
                 let old = current.as_ref().map(|c| c.0.as_str());
                 match write_guarded(cx, &a.path, old, new, mode.unwrap_or(file_mode), &msg, &g).await {
@@ -78,7 +86,7 @@ impl Kind for ReplaceArgs {
                 Err(o) => return o,
             }
         };
-        let msg = with_attrs_msg(if changed { &o.msg } else { "" }, changed, attrs);
+        let msg = with_attrs_msg(&msg, changed, attrs);
         if attrs {
             o = Outcome::changed(format!("{}: {msg}", a.path));
         }
@@ -92,6 +100,13 @@ impl Kind for ReplaceArgs {
         }
         o
     }
+}
+
+/// A failure as the module fails: its message and `rc`.
+pub(super) fn failed_rc(msg: String, rc: u32) -> Outcome {
+    let mut o = Outcome::failed(msg);
+    o.result.insert("rc".into(), json!(rc));
+    o
 }
 
 /// What the replacement makes of the text.
@@ -125,6 +140,7 @@ fn replaced(text: &str, a: &ReplaceArgs) -> Result<Replaced, String> {
             }
         }
     };
+    check_python_template(&a.replace).map_err(|e| format!("Unable to process replace due to error: {e}"))?;
     let section = &text[start..end];
     let re = python_regex(&format!("(?m){}", a.regexp))?;
     let mut n = 0;
