@@ -18,10 +18,8 @@ pub struct BlockArgs {
     pub block: String,
     /// `{mark}` becomes `marker_begin` / `marker_end`.
     pub marker: Option<String>,
-    #[serde(default = "begin")]
-    pub marker_begin: String,
-    #[serde(default = "end")]
-    pub marker_end: String,
+    pub marker_begin: Option<String>,
+    pub marker_end: Option<String>,
     #[serde(default)]
     pub state: Presence,
     pub insertafter: Option<String>,
@@ -30,24 +28,16 @@ pub struct BlockArgs {
     pub create: bool,
     pub mode: Option<Mode>,
     /// A blank line after the block, unless one is there or the block ends the file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub append_newline: bool,
     /// A blank line before the block, unless one is there or the block starts the file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prepend_newline: bool,
     /// Keep a copy of the file as it was (`<path>.<pid>.<time>~`), named in `backup_file`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backup: bool,
     /// A command that must accept the new content (`%s`: its temporary file) first.
     pub validate: Option<String>,
-}
-
-fn begin() -> String {
-    "BEGIN".into()
-}
-
-fn end() -> String {
-    "END".into()
 }
 
 impl Kind for BlockArgs {
@@ -157,8 +147,8 @@ impl BlockArgs {
             _ => None,
         };
         let marker = self.marker.as_deref().unwrap_or("# {mark} ANSIBLE MANAGED BLOCK");
-        let marker0 = format!("{}\n", marker.replace("{mark}", &self.marker_begin));
-        let marker1 = format!("{}\n", marker.replace("{mark}", &self.marker_end));
+        let marker0 = format!("{}\n", marker.replace("{mark}", self.marker_begin.as_deref().unwrap_or("BEGIN")));
+        let marker1 = format!("{}\n", marker.replace("{mark}", self.marker_end.as_deref().unwrap_or("END")));
         let mut blocklines = vec![];
         if present && !self.block.is_empty() {
             let mut block = self.block.clone();

@@ -30,13 +30,13 @@ pub struct LineArgs {
     pub create: bool,
     pub mode: Option<Mode>,
     /// `line` is a template of the match's groups (`\1`, `\g<name>`); no match, no change.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backrefs: bool,
     /// The first match of `regexp`/`search_string`/`insertafter`/`insertbefore` counts, not the last.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub firstmatch: bool,
     /// Keep a copy of the file as it was (`<path>.<pid>.<time>~`), named in `backup`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backup: bool,
     /// A command that must accept the new content (`%s`: its temporary file) first.
     pub validate: Option<String>,

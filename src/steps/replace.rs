@@ -22,7 +22,7 @@ pub struct ReplaceArgs {
     pub before: Option<String>,
     pub mode: Option<Mode>,
     /// Keep a copy of the file as it was (`<path>.<pid>.<time>~`), named in `backup_file`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backup: bool,
     /// A command that must accept the new content (`%s`: its temporary file) first.
     pub validate: Option<String>,
