@@ -146,7 +146,8 @@ impl BlockArgs {
             (None, Some(b)) if b != "BOF" => Some(b),
             _ => None,
         };
-        let marker = self.marker.as_deref().unwrap_or("# {mark} ANSIBLE MANAGED BLOCK");
+        // Native playbooks mark their blocks as copctl's; the Ansible front-end always gives Ansible's marker.
+        let marker = self.marker.as_deref().unwrap_or("# {mark} COPCTL MANAGED BLOCK");
         let marker0 = format!("{}\n", marker.replace("{mark}", self.marker_begin.as_deref().unwrap_or("BEGIN")));
         let marker1 = format!("{}\n", marker.replace("{mark}", self.marker_end.as_deref().unwrap_or("END")));
         let mut blocklines = vec![];
