@@ -214,15 +214,15 @@ fn an_unknown_keyword_is_refused_where_it_is_written() {
 #[test]
 fn an_unsupported_argument_is_refused_never_dropped() {
     refused(
-        "- hosts: web\n  tasks:\n    - lineinfile: path=/etc/hosts line=x backrefs=yes\n",
-        r#"  x site.yml:3:42: lineinfile: backrefs other than false is not supported
-   ,-[site.yml:3:42]
+        "- hosts: web\n  tasks:\n    - copy: dest=/etc/hosts content=x remote_src=yes\n",
+        r#"  x site.yml:3:39: copy: remote_src other than false is not supported
+   ,-[site.yml:3:39]
  2 |   tasks:
- 3 |     - lineinfile: path=/etc/hosts line=x backrefs=yes
-   :                                          ^^^^|^^^
-   :                                              `-- this argument
+ 3 |     - copy: dest=/etc/hosts content=x remote_src=yes
+   :                                       ^^^^^|^^^^
+   :                                            `-- this argument
    `----
-  help: backrefs are not supported yet
+  help: copctl copies from the controller only
 
 "#,
     );

@@ -1,6 +1,8 @@
 //! Plan-time template checks: every string of every planned task is rendered with its host's
 //! variables (registered results stand in as empty results), so an undefined variable is an
-//! error at its file and line before any connection opens.
+//! error at its file and line before any connection opens. What a registered result holds is
+//! known only when it runs: a lookup inside one (`r.stdout_lines[0]`, `r.checksum`) is not
+//! judged here; an undefined name still is.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -86,6 +88,8 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
     let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
     let regs: Vec<Arc<IndexMap<String, Value>>> = plan.playbooks.iter().map(|pb| Arc::new(placeholders(pb))).collect();
     let mut typed: std::collections::HashMap<(usize, String), Arc<IndexMap<String, Value>>> = Default::default();
+    let registered: Vec<HashSet<String>> =
+        plan.playbooks.iter().map(|pb| pb.all_steps().filter_map(|s| s.def.register.clone()).collect()).collect();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
@@ -125,14 +129,41 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
             }
         }
         let ctx = site.context(pb, host, Arc::new(reg));
-        check_step(site, pb, step, host, &ctx)?;
+        check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
     }
     Ok(())
 }
 
-fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijinja::Value) -> Result<()> {
+/// Whether an error is an undefined lookup inside a registered result (`r.x[0]` is undefined),
+/// or a test given such a lookup (`r.results.1 is changed`) in `text`.
+fn inside_registered(e: &minijinja::Error, text: &str, registered: &HashSet<String>) -> bool {
+    let d = describe_error(e);
+    if !Templates::is_undefined_error(e) {
+        return d.contains("expects a registered result")
+            && d.contains("not undefined")
+            && registered.iter().any(|r| text.contains(&format!("{r}.")) || text.contains(&format!("{r}[")));
+    }
+    let Some(path) = d.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(p, _)| p) else { return false };
+    let root = path.split(['.', '[']).next().unwrap_or(path);
+    root.len() < path.len() && registered.contains(root)
+}
+
+fn check_step(
+    site: &Site,
+    pb: &Playbook,
+    step: &Step,
+    host: &str,
+    ctx: &minijinja::Value,
+    registered: &HashSet<String>,
+) -> Result<()> {
     let t = &site.templates;
     let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
+    let judge = |text: &str, r: std::result::Result<(), minijinja::Error>| -> Result<()> {
+        match r {
+            Err(e) if !inside_registered(&e, text, registered) => Err(fail(text, e)),
+            _ => Ok(()),
+        }
+    };
     for cond in [&step.def.when, &step.def.changed_when, &step.def.failed_when].into_iter().flatten() {
         let exprs = match cond {
             Condition::Bool(_) => vec![],
@@ -140,11 +171,11 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
             Condition::All(v) => v.clone(),
         };
         for e in exprs {
-            t.eval(&e, ctx).map_err(|err| fail(&e, err))?;
+            judge(&e, t.eval(&e, ctx).map(drop))?;
         }
     }
     for e in step.def.until.iter() {
-        t.eval(e, ctx).map_err(|err| fail(e, err))?;
+        judge(e, t.eval(e, ctx).map(drop))?;
     }
     // Every other string of the step (arguments, guards) may hold a template.
     let mut def = step.def.clone();
@@ -160,19 +191,19 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     match &step.action {
         Action::Assert(a) => {
             for e in a.that.to_vec() {
-                t.eval(&e, ctx).map_err(|err| fail(&e, err))?;
+                judge(&e, t.eval(&e, ctx).map(drop))?;
             }
         }
         Action::Debug(d) => {
             if let Some(v) = &d.var {
-                t.eval(v, ctx).map_err(|err| fail(v, err))?;
+                judge(v, t.eval(v, ctx).map(drop))?;
             }
             strings.extend(d.msg.clone());
         }
         _ => collect_strings(&action_json, &mut strings),
     }
     for s in &strings {
-        t.render_str(s, ctx).map_err(|e| fail(s, e))?;
+        judge(s, t.render_str(s, ctx).map(drop))?;
     }
     if let Action::Template(a) = &step.action {
         let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;

@@ -54,6 +54,11 @@ impl Kind for AuthorizedKeyArgs {
             insertbefore: None,
             create: true,
             mode: Some(Mode::from("0600")),
+            search_string: None,
+            backrefs: false,
+            firstmatch: false,
+            backup: false,
+            validate: None,
         };
         let mut o = args.apply(cx, g).await;
         o.result.insert("path".into(), json!(path));

@@ -42,8 +42,22 @@ impl Kind for CopyArgs {
                     Ok(s) => s,
                     Err(e) => return Outcome::failed(e),
                 };
-                let want = Want::Source(source);
-                ensure_file(cx, &a.dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
+                let o = ensure_file(cx, &a.dest, Want::Source(source.clone()), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+                if o.status != super::Status::Failed {
+                    return o;
+                }
+                // A directory for dest means the file of src's name in it, as Ansible's copy has
+                // it; asked only once the put failed, so a plain copy costs nothing more.
+                let Ok(Some(d)) = super::transfer::stat(cx, &a.dest, false).await else { return o };
+                let name = std::path::Path::new(src).file_name().map(|n| n.to_string_lossy().into_owned());
+                match name {
+                    Some(n) if d.kind == "directory" => {
+                        let dest = format!("{}/{n}", a.dest.trim_end_matches('/'));
+                        let want = Want::Source(source);
+                        ensure_file(cx, &dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
+                    }
+                    _ => o,
+                }
             }
             _ => Outcome::failed("copy needs exactly one of src or content"),
         }

@@ -13,9 +13,11 @@
 //! template source (`Outcome::withhold`), each saying which secret variables it reads.
 
 mod args;
+mod backup;
 mod edit;
 mod source;
 mod transfer;
+mod validate;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -37,6 +37,7 @@ off=0; if command -v systemctl >/dev/null 2>&1 && [ -L /sbin/init ] && [ "$(base
 if [ -n "$p1" ]; then m=$p1; elif [ $sys = 1 ]; then m=systemd; elif command -v initctl >/dev/null 2>&1 && [ -e /etc/init/ ]; then m=upstart
 elif [ -e /sbin/openrc ]; then m=openrc; elif [ $off = 1 ]; then m=systemd; elif [ -e /etc/init.d/ ]; then m=sysvinit; elif [ -e /etc/dinit.d/ ]; then m=dinit; else m=service; fi
 echo "service_mgr=$m"
+echo "user_id=$(id -un)"
 for b in dnf5 dnf yum apt-get zypper apk pacman; do if command -v $b >/dev/null 2>&1; then echo "pkg_bin=$b"; fi; done
 "#;
 
@@ -125,6 +126,8 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     m.insert("processor_vcpus".into(), num("vcpus"));
     m.insert("service_mgr".into(), json!(get("service_mgr")));
     m.insert("pkg_mgr".into(), json!(pkg_mgr));
+    // The user the facts were gathered as (Ansible's user_id: the remote user, or the become user).
+    m.insert("user_id".into(), json!(get("user_id")));
     m
 }
 

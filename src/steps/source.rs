@@ -27,6 +27,8 @@ pub struct Source {
     /// Its permission bits on the bastion (a source only its owner may read is not shown).
     pub mode: u32,
     pub sha256: String,
+    /// What Ansible calls the file's checksum (copy's and stat's `checksum`).
+    pub sha1: String,
     /// The content, when the file is at most `KEEP` bytes.
     pub bytes: Option<Arc<[u8]>>,
 }
@@ -90,6 +92,7 @@ fn read(path: &Path) -> std::io::Result<(Identity, Source)> {
         let mut f = std::fs::File::open(path)?;
         let before = Identity::of(&f.metadata()?);
         let mut h = Sha256::new();
+        let mut h1 = sha1::Sha1::new();
         let mut kept = (before.len <= KEEP).then(|| Vec::with_capacity(before.len as usize));
         let mut buf = vec![0u8; CHUNK.min(before.len as usize + 1)];
         let mut len = 0u64;
@@ -99,6 +102,7 @@ fn read(path: &Path) -> std::io::Result<(Identity, Source)> {
                 break;
             }
             h.update(&buf[..n]);
+            h1.update(&buf[..n]);
             len += n as u64;
             if let Some(k) = kept.as_mut() {
                 if len > KEEP {
@@ -115,6 +119,7 @@ fn read(path: &Path) -> std::io::Result<(Identity, Source)> {
                 len,
                 mode: f.metadata()?.permissions().mode(),
                 sha256: hex::encode(h.finalize()),
+                sha1: hex::encode(h1.finalize()),
                 bytes: kept.map(Arc::from),
             };
             return Ok((after, source));

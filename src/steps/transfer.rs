@@ -203,6 +203,14 @@ impl Want {
         }
     }
 
+    /// Ansible's `checksum` of the content (sha1).
+    fn sha1(&self) -> String {
+        match self {
+            Want::Bytes(b) => hex::encode(sha1::Sha1::digest(b)),
+            Want::Source(s) => s.sha1.clone(),
+        }
+    }
+
     /// A source on the bastion only its owner may read is shown as a private file is.
     fn private_source(&self, dest: &str) -> Option<String> {
         match self {
@@ -263,6 +271,10 @@ pub async fn ensure_file(
     owner: Option<&str>,
     group: Option<&str>,
 ) -> Outcome {
+    let dest = &match super::edit::expand_home(cx, dest).await {
+        Ok(d) => d,
+        Err(o) => return o,
+    };
     let mode = match mode.map(Mode::bits).transpose() {
         Ok(m) => m,
         Err(e) => return Outcome::failed(e.to_string()),
@@ -283,7 +295,9 @@ pub async fn ensure_file(
         && group.is_none_or(|g| current.as_ref().is_some_and(|s| s.group == g));
     let mut result = serde_json::Map::new();
     result.insert("dest".into(), json!(dest));
-    result.insert("checksum".into(), json!(sha));
+    result.insert("checksum".into(), json!(want.sha1()));
+    result.insert("size".into(), json!(want.len()));
+    result.insert("state".into(), json!("file"));
     if same_content && same_mode && same_owner {
         let mut o = Outcome::ok("");
         o.result = result;

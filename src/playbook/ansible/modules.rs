@@ -589,13 +589,16 @@ pub fn translate(
                 put(&mut out, "block", a.text(&["block", "content"]));
                 let marker = a.text(&["marker"]).unwrap_or_else(|| "# {mark} ANSIBLE MANAGED BLOCK".into());
                 out.insert("marker".into(), json!(marker));
-                a.default_only("marker_begin", json!("BEGIN"), "copctl's markers are BEGIN and END");
-                a.default_only("marker_end", json!("END"), "copctl's markers are BEGIN and END");
+                put(&mut out, "marker_begin", a.text(&["marker_begin"]));
+                put(&mut out, "marker_end", a.text(&["marker_end"]));
+                put(&mut out, "append_newline", a.bool_literal(&["append_newline"]));
+                put(&mut out, "prepend_newline", a.bool_literal(&["prepend_newline"]));
             } else {
                 put(&mut out, "line", a.text(&["line", "value"]));
                 put(&mut out, "regexp", a.text(&["regexp", "regex"]));
-                a.default_only("backrefs", json!(false), "backrefs are not supported yet");
-                a.default_only("firstmatch", json!(false), "firstmatch is not supported yet");
+                put(&mut out, "search_string", a.text(&["search_string"]));
+                put(&mut out, "backrefs", a.bool_literal(&["backrefs"]));
+                put(&mut out, "firstmatch", a.bool_literal(&["firstmatch"]));
             }
             put(
                 &mut out,
@@ -606,14 +609,44 @@ pub fn translate(
             put(&mut out, "insertbefore", a.text(&["insertbefore"]));
             put(&mut out, "create", a.bool_literal(&["create"]));
             put(&mut out, "mode", a.mode());
-            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            put(&mut out, "backup", a.bool_literal(&["backup"]));
+            put(&mut out, "validate", a.text(&["validate"]));
             if !out.contains_key("path") {
                 a.missing("path");
             }
             let takes: &[&str] = if block {
-                &["path", "block", "marker", "state", "insertafter", "insertbefore", "create", "mode"]
+                &[
+                    "path",
+                    "block",
+                    "marker",
+                    "marker_begin",
+                    "marker_end",
+                    "state",
+                    "insertafter",
+                    "insertbefore",
+                    "create",
+                    "mode",
+                    "append_newline",
+                    "prepend_newline",
+                    "backup",
+                    "validate",
+                ]
             } else {
-                &["path", "line", "regexp", "state", "insertafter", "insertbefore", "create", "mode"]
+                &[
+                    "path",
+                    "line",
+                    "regexp",
+                    "search_string",
+                    "state",
+                    "insertafter",
+                    "insertbefore",
+                    "create",
+                    "mode",
+                    "backrefs",
+                    "firstmatch",
+                    "backup",
+                    "validate",
+                ]
             };
             a.finish(takes);
             if block { "block" } else { "line" }
@@ -853,14 +886,15 @@ pub fn translate(
             put(&mut out, "after", a.text(&["after"]));
             put(&mut out, "before", a.text(&["before"]));
             put(&mut out, "mode", a.mode());
-            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            put(&mut out, "backup", a.bool_literal(&["backup"]));
+            put(&mut out, "validate", a.text(&["validate"]));
             a.default_only("encoding", json!("utf-8"), "copctl edits UTF-8 text");
             for k in ["path", "regexp"] {
                 if !out.contains_key(k) {
                     a.missing(k);
                 }
             }
-            a.finish(&["path", "regexp", "replace", "after", "before", "mode"]);
+            a.finish(&["path", "regexp", "replace", "after", "before", "mode", "backup", "validate"]);
             "replace"
         }
         "user" => {
