@@ -9,6 +9,8 @@ use super::{Guards, Kind, Outcome, StepCtx};
 pub struct DebugArgs {
     pub msg: Option<String>,
     pub var: Option<String>,
+    /// Shown only at this many `-v` or more; skipped below (the engine decides, run/task.rs).
+    pub verbosity: Option<u8>,
 }
 
 impl Kind for DebugArgs {

@@ -165,6 +165,31 @@ pub fn python_json(v: &serde_json::Value, indent: Option<usize>, sort: bool) -> 
 }
 
 pub fn add(env: &mut Environment<'static>) {
+    // Jinja2's `int`, as Ansible has it: what does not read as a number is `default` (0), not
+    // an error (`'' | int` is 0); a float text is truncated; `base` for text.
+    env.add_filter("int", |v: Value, default: Option<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let default = default.or(kw.get::<Option<Value>>("default")?).unwrap_or(Value::from(0));
+        let base: u32 = kw.get::<Option<u32>>("base")?.unwrap_or(10);
+        kw.assert_all_used()?;
+        let parsed = match v.kind() {
+            ValueKind::Bool => Some(i64::from(v.is_true())),
+            ValueKind::Number => v.as_i64().or_else(|| f64::try_from(v.clone()).ok().map(|f| f.trunc() as i64)),
+            ValueKind::String => {
+                let t = v.as_str().unwrap_or_default().trim().replace('_', "");
+                let digits = match base {
+                    16 => t.trim_start_matches("0x").trim_start_matches("0X").to_string(),
+                    8 => t.trim_start_matches("0o").trim_start_matches("0O").to_string(),
+                    2 => t.trim_start_matches("0b").trim_start_matches("0B").to_string(),
+                    _ => t.clone(),
+                };
+                i64::from_str_radix(&digits, base)
+                    .ok()
+                    .or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f.trunc() as i64))
+            }
+            _ => None,
+        };
+        Ok(parsed.map(Value::from).unwrap_or(default))
+    });
     env.add_filter("to_json", |v: Value, kw: Kwargs| -> Result<String, Error> {
         let sort: Option<bool> = kw.get("sort_keys")?;
         let indent: Option<usize> = kw.get("indent")?;

@@ -516,6 +516,20 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `with_together` over templated lists: the lists zipped item by item, a shorter
+    // list's missing items none (its together lookup). Used by the Ansible front-end's loops.
+    env.add_filter("with_together", |v: Value| -> Result<Value, minijinja::Error> {
+        let lists: Vec<Vec<Value>> =
+            v.try_iter()?.map(|l| l.try_iter().map(Iterator::collect)).collect::<Result<_, _>>()?;
+        let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+        Ok(Value::from(
+            (0..n)
+                .map(|i| {
+                    Value::from(lists.iter().map(|l| l.get(i).cloned().unwrap_or(Value::from(()))).collect::<Vec<_>>())
+                })
+                .collect::<Vec<_>>(),
+        ))
+    });
     // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
     // item), as its `items` lookup does. Used by the Ansible front-end's loops.
     env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {

@@ -631,8 +631,8 @@ pub fn translate(
                 None => {}
             }
             put(&mut out, "var", a.text(&["var"]));
-            a.default_only("verbosity", json!(0), "a debug shown only with -v is not supported yet");
-            a.finish(&["msg", "var"]);
+            put(&mut out, "verbosity", a.number(&["verbosity"]));
+            a.finish(&["msg", "var", "verbosity"]);
             "debug"
         }
         "set_fact" => {
@@ -666,10 +666,11 @@ pub fn translate(
                 }
                 None => a.missing("that"),
             }
-            put(&mut out, "fail_msg", a.text(&["fail_msg", "msg"]));
-            put(&mut out, "success_msg", a.text(&["success_msg"]));
-            a.default_only("quiet", json!(false), "quiet is not supported yet");
-            a.finish(&["that", "fail_msg", "msg", "success_msg"]);
+            // Ansible's messages by default; `quiet` only changes what its callback shows.
+            out.insert("fail_msg".into(), json!(a.text(&["fail_msg", "msg"]).unwrap_or("Assertion failed".into())));
+            out.insert("success_msg".into(), json!(a.text(&["success_msg"]).unwrap_or("All assertions passed".into())));
+            a.flag(&["quiet"]);
+            a.finish(&["that", "fail_msg", "msg", "success_msg", "quiet"]);
             "assert"
         }
         "service" | "systemd" | "systemd_service" => {
@@ -822,12 +823,10 @@ pub fn translate(
             "reboot"
         }
         "ping" => {
-            let a = Args::new(p, name, node, extra, None);
-            a.finish(&[]);
-            // One round trip that changes nothing, reported ok as Ansible's ping is.
-            fields.insert("changed_when".into(), json!(false));
-            fields.insert("read_only".into(), json!(true));
-            return Some(Translated { kind: Some("command"), args: json!(["true"]), fields });
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "data", a.text(&["data"]));
+            a.finish(&["data"]);
+            "ping"
         }
         "raw" => {
             // What raw runs is the line itself, through the login shell: copctl's shell kind
