@@ -74,6 +74,11 @@ macro_rules! step_def {
             pub check_mode: Option<bool>,
             /// Ansible's `diff:` on one step: shows (or hides) its diff whatever `--diff` says.
             pub diff: Option<bool>,
+            /// Set by the Ansible front-end: Ansible's rules where they differ from native ones
+            /// (a read-only step that fails under `--check` fails; `timeout` bounds the whole
+            /// task, with Ansible's message).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            pub ansible: bool,
             pub r#become: Option<bool>,
             #[serde(default)]
             pub vars: IndexMap<String, Value>,

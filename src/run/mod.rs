@@ -326,6 +326,7 @@ impl Engine {
             let changed = step.as_ref().is_some_and(|s| {
                 matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
                     && s.def.changed_when.is_none()
+                    && !o.result.contains_key("timedout")
             });
             self.count_as(&host, if changed { Status::Changed } else { Status::Ok }, false, false, 0.0);
         }

@@ -67,21 +67,29 @@ impl Job {
     pub async fn execute(mut self) -> Outcome {
         let t = self.plan.graph[self.node].clone();
         let step = self.step.clone();
-        // The step's own `check_mode:`/`diff:` win over the run's, as Ansible's task keywords do.
+        // The step's own `check_mode:`/`diff:` win over the run's, as Ansible's task keywords do;
+        // `ansible_check_mode`/`ansible_diff_mode` say the run's, as Ansible's do.
+        let (run_check, run_diff) = (self.check, self.diff);
         self.check = step.def.check_mode.unwrap_or(self.check);
         self.diff = step.def.diff.unwrap_or(self.diff);
         // Borrowed, not cloned: a play holds all its steps, and this runs once per task.
         let plan = self.plan.clone();
         let play = plan.play(&t);
         let host = t.host.clone().unwrap_or_default();
-        let timeout = Duration::from_secs(step.def.timeout.unwrap_or(1800));
+        let limit = Duration::from_secs(step.def.timeout.unwrap_or(1800));
+        // Ansible's `timeout:` bounds the whole task; the step's own commands get a little more,
+        // so that this is what fires. Otherwise the step's commands time out first, saying so.
+        let (outer, timeout) = match step.def.timeout {
+            Some(_) if step.def.ansible => (limit, limit + Duration::from_secs(5)),
+            _ => (limit + Duration::from_secs(5), limit),
+        };
         let mut own: IndexMap<String, Value> = play.vars.clone();
         own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(r) = self.registered.get(&host) {
             own.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        own.entry("ansible_check_mode".into()).or_insert(json!(self.check));
-        own.entry("ansible_diff_mode".into()).or_insert(json!(self.diff));
+        own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
+        own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));
         let ctx = self.context(&own);
         let templates = &self.site.templates;
         let whens: Vec<&Condition> = [&play.when, &step.def.when].into_iter().flatten().collect();
@@ -232,12 +240,12 @@ impl Job {
                 }
             }
         };
-        match tokio::time::timeout(timeout + Duration::from_secs(5), work).await {
+        match tokio::time::timeout(outer, work).await {
             Ok(o) => o,
             // Ansible's words (its task `timeout:`), with its `timedout` result.
             Err(_) => {
-                let mut o = Outcome::failed(format!("Timed out after {} second(s).", timeout.as_secs()));
-                o.result.insert("timedout".into(), json!({"period": timeout.as_secs()}));
+                let mut o = Outcome::failed(format!("Task failed: Timed out after {} second(s).", limit.as_secs()));
+                o.result.insert("timedout".into(), json!({"period": limit.as_secs()}));
                 o
             }
         }
@@ -323,7 +331,7 @@ impl Job {
             }
             // In check mode a read-only step may look for what only a real run would have made
             // (a file not written, a result not registered): that is not a failure of the host.
-            if self.check && o.status == Status::Failed && step.action.inherently_read_only() {
+            if self.check && o.status == Status::Failed && step.action.inherently_read_only() && !step.def.ansible {
                 o.status = Status::Skipped;
                 o.msg = format!("check mode: {}", o.msg);
                 return o;
@@ -432,5 +440,24 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
             }
         }
         other => Err(format!("expected a list, got {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn extended_loop_is_ansibles_ansible_loop() {
+        let all = [json!("a"), json!("b"), json!("c")];
+        let first = super::extended_loop(&all, 0);
+        assert_eq!(
+            first,
+            json!({"allitems": ["a", "b", "c"], "index": 1, "index0": 0, "first": true, "last": false,
+                   "length": 3, "revindex": 3, "revindex0": 2, "nextitem": "b"})
+        );
+        let last = super::extended_loop(&all, 2);
+        assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
+        assert!(last.get("nextitem").is_none());
     }
 }

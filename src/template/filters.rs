@@ -470,6 +470,23 @@ mod tests {
     }
 
     #[test]
+    fn int_is_jinja2s() {
+        for (t, want) in [
+            ("{{ '' | int }}", "0"),
+            ("{{ 'x' | int(7) }}", "7"),
+            ("{{ 'x' | int(default=3) }}", "3"),
+            ("{{ ' 42 ' | int }}", "42"),
+            ("{{ '3.9' | int }}", "3"),
+            ("{{ 2.7 | int }}", "2"),
+            ("{{ true | int }}", "1"),
+            ("{{ 'ff' | int(base=16) }}", "255"),
+            ("{{ '0x1f' | int(base=16) }}", "31"),
+        ] {
+            assert_eq!(render(t), want, "{t}");
+        }
+    }
+
+    #[test]
     fn filters_give_what_ansible_gives() {
         let cases = [
             ("{{ 'aGVsbG8=' | b64decode }}", "hello"),

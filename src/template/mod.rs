@@ -559,6 +559,19 @@ fn add_filters(env: &mut Environment<'static>) {
             Ok(Value::from(vec![one]))
         },
     );
+    // Ansible's `now(utc=False, fmt=None)`: the time as text, `fmt` as Python's strftime
+    // (`%f` its microseconds).
+    env.add_function("now", |kw: minijinja::value::Kwargs| -> Result<Value, minijinja::Error> {
+        let utc: bool = kw.get::<Option<bool>>("utc")?.unwrap_or(false);
+        let fmt: Option<String> = kw.get("fmt")?;
+        kw.assert_all_used()?;
+        let fmt = fmt.unwrap_or_else(|| "%Y-%m-%d %H:%M:%S.%f".into()).replace("%f", "%6f");
+        Ok(Value::from(if utc {
+            chrono::Utc::now().format(&fmt).to_string()
+        } else {
+            chrono::Local::now().format(&fmt).to_string()
+        }))
+    });
     // Ansible's `x is version(y, '>=')`.
     env.add_test("version", |v: String, other: String, op: Option<String>| -> Result<bool, minijinja::Error> {
         use std::cmp::Ordering::*;

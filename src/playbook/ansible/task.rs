@@ -400,6 +400,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         def.remove("delegate_to");
     }
     def.insert(kind.to_string(), t.args);
+    def.insert("ansible".into(), Value::Bool(true));
     // Ansible shows an unnamed task by its module, as written.
     if !handler {
         def.entry("name").or_insert_with(|| json!(mk.name));
@@ -643,59 +644,48 @@ fn with_sequence(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
 
 /// The items of Ansible's sequence lookup for one term, as it gives them (text, `format`ted).
 pub(super) fn sequence(term: &str) -> Result<Vec<String>, String> {
+    // Decimal only, as Ansible's option type reads it (`0x0f` is refused there).
     let int = |name: &str, v: &str| -> Result<i64, String> {
-        let v = v.trim();
-        let parsed = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-            i64::from_str_radix(h, 16)
-        } else if let Some(o) = v.strip_prefix("0o").or_else(|| v.strip_prefix("0O")) {
-            i64::from_str_radix(o, 8)
-        } else if v.len() > 1 && v.starts_with('0') && v.chars().all(|c| c.is_ascii_digit()) {
-            i64::from_str_radix(&v[1..], 8)
-        } else {
-            v.parse()
-        };
-        parsed.map_err(|_| format!("can't parse {name}={v} as integer"))
+        v.trim()
+            .replace('_', "")
+            .parse::<i64>()
+            .map_err(|_| format!("{name}: invalid value provided for 'integer': '{v}'"))
     };
     let (mut start, mut end, mut count, mut stride, mut format) = (1i64, None, None, 1i64, "%d".to_string());
-    let mut words = term.split_whitespace().peekable();
-    // The shortcut form: [start-]end[/stride][:format].
-    if let Some(w) = words.peek()
-        && !w.contains('=')
-    {
-        let w = words.next().unwrap_or_default();
-        let (rest, fmt) = match w.split_once(':') {
-            Some((r, f)) => (r, Some(f)),
-            None => (w, None),
-        };
-        let (rest, st) = match rest.split_once('/') {
-            Some((r, s)) => (r, Some(s)),
-            None => (rest, None),
-        };
-        match rest.split_once('-') {
-            Some((a, b)) if !a.is_empty() => {
-                start = int("start", a)?;
-                end = Some(int("end", b)?);
+    // The shortcut form, [start-]end[/stride][:format], the whole term as Ansible matches it.
+    let shortcut = regex::Regex::new(r"(?i)^((0?x?[0-9a-f]+)-)?(0?x?[0-9a-f]+)(/(0?x?[0-9a-f]+))?(:(.+))?$")
+        .expect("a valid pattern");
+    if let Some(c) = shortcut.captures(term) {
+        if let Some(a) = c.get(2) {
+            start = int("start", a.as_str())?;
+        }
+        end = Some(int("end", &c[3])?);
+        if let Some(st) = c.get(5) {
+            stride = int("stride", st.as_str())?;
+        }
+        if let Some(f) = c.get(7) {
+            format = f.as_str().to_string();
+        }
+    } else {
+        let mut unknown = Vec::new();
+        for w in term.split_whitespace() {
+            let Some((key, val)) = w.split_once('=') else {
+                unknown.push("_raw_params".to_string());
+                continue;
+            };
+            match key {
+                "start" => start = int("start", val)?,
+                "end" => end = Some(int("end", val)?),
+                "count" => count = Some(int("count", val)?),
+                "stride" => stride = int("stride", val)?,
+                "format" => format = val.to_string(),
+                other => unknown.push(other.to_string()),
             }
-            _ => end = Some(int("end", rest)?),
         }
-        if let Some(s) = st {
-            stride = int("stride", s)?;
-        }
-        if let Some(f) = fmt {
-            format = f.to_string();
-        }
-    }
-    for w in words {
-        let Some((key, val)) = w.split_once('=') else {
-            return Err(format!("unrecognized argument to with_sequence: {w}"));
-        };
-        match key {
-            "start" => start = int("start", val)?,
-            "end" => end = Some(int("end", val)?),
-            "count" => count = Some(int("count", val)?),
-            "stride" => stride = int("stride", val)?,
-            "format" => format = val.to_string(),
-            other => return Err(format!("unrecognized arguments to with_sequence: ['{other}']")),
+        if !unknown.is_empty() {
+            unknown.dedup();
+            let list = unknown.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ");
+            return Err(format!("unrecognized arguments to with_sequence: [{list}]"));
         }
     }
     let end = match (end, count) {
@@ -780,4 +770,44 @@ fn printf_int(format: &str, n: i64) -> Option<String> {
 
 pub fn modules_help() -> String {
     format!("copctl runs these Ansible modules: {}", SUPPORTED.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sequence;
+
+    fn seq(term: &str) -> Vec<String> {
+        sequence(term).unwrap_or_else(|e| panic!("{term}: {e}"))
+    }
+
+    #[test]
+    fn with_sequence_gives_what_ansibles_sequence_lookup_gives() {
+        assert_eq!(seq("count=3"), ["1", "2", "3"]);
+        assert_eq!(seq("start=0 count=3"), ["0", "1", "2"]);
+        assert_eq!(seq("start=1 end=3"), ["1", "2", "3"]);
+        assert_eq!(seq("start=0 end=6 format=%02x"), ["00", "01", "02", "03", "04", "05", "06"]);
+        assert_eq!(seq("start=1 count=5 stride=2"), ["1", "3", "5", "7", "9"]);
+        assert_eq!(seq("start=5 end=11 stride=2 format=0x%02x"), ["0x05", "0x07", "0x09", "0x0b"]);
+        assert_eq!(seq("start=4 end=1 stride=-1"), ["4", "3", "2", "1"]);
+        // Ansible's count arithmetic with a negative stride: start + count * stride - 1.
+        assert_eq!(seq("start=10 count=3 stride=-1"), ["10", "9", "8", "7", "6"]);
+        assert_eq!(seq("2-6/2:x%d"), ["x2", "x4", "x6"]);
+        assert_eq!(seq("5"), ["1", "2", "3", "4", "5"]);
+        assert_eq!(seq("start=1 end=3 format=host%-3d|"), ["host1  |", "host2  |", "host3  |"]);
+        assert!(seq("count=0").is_empty());
+        assert!(seq("start=1 end=5 stride=0").is_empty());
+    }
+
+    #[test]
+    fn with_sequence_refuses_what_ansible_refuses() {
+        let err = |t: &str| sequence(t).expect_err(t);
+        assert_eq!(err("start=1"), "must specify count or end in with_sequence");
+        assert_eq!(err("end=3 count=3"), "can't specify both count and end in with_sequence");
+        assert_eq!(err("start=5 end=1"), "to count backwards make stride negative");
+        assert_eq!(err("start=1 end=5 stride=-1"), "to count forward don't make stride negative");
+        assert_eq!(err("end=3 format=%d%d"), "bad formatting string: %d%d");
+        assert_eq!(err("4-1/-1"), "unrecognized arguments to with_sequence: ['_raw_params']");
+        assert_eq!(err("end=3 step=1"), "unrecognized arguments to with_sequence: ['step']");
+        assert!(err("start=0x0f end=20").contains("invalid value provided for 'integer'"));
+    }
 }
