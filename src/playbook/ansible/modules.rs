@@ -649,6 +649,16 @@ pub fn translate(
             "set_fact"
         }
         "assert" | "fail" => {
+            // `assert: '{{ item }}'`: the whole argument mapping from a template, per item.
+            if let Kind::Scalar(Value::String(t)) = &node.kind
+                && t.contains("{{")
+            {
+                let m = format!("{name}: arguments from a template ('{t}') are not supported");
+                let help =
+                    "copctl reads a task's arguments when the playbook is loaded: write them as a mapping (that: ...)";
+                p.add(node.line, node.column, m, "a templated argument mapping", Some(help.into()));
+                return None;
+            }
             let mut a = Args::new(p, name, node, extra, None);
             if name == "fail" {
                 let msg = a.text(&["msg"]).unwrap_or_else(|| "Failed as requested from task".into());
