@@ -176,7 +176,7 @@ Error:
    :       ^^|^^
    :         `-- here
    `----
-  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, vars, ignore_errors, delegate_to, run_once, environment, notify
+  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, vars, ignore_errors, delegate_to, run_once, environment, notify, check_mode, diff
 
 Error: 
   x site.yml:6:11: meta: flush_handlers inside a block is not supported yet

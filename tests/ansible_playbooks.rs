@@ -161,7 +161,7 @@ fn an_ansible_playbook_among_the_sites_playbooks_runs_by_its_name() {
         .inventory("[web]\nw1\n")
         .playbook("mine", "# kept with the site's copctl playbooks\n- hosts: web\n  gather_facts: false\n  tasks:\n    - ping:\n")
         .args(["plan", "mine"])
-        .stdout("playbook mine\n  play web (hosts: web)\n    batch 1/1\n      w1\n        - [command] ping  (read-only)\n1 tasks; hosts that may change: none\n")
+        .stdout("playbook mine\n  play web (hosts: web)\n    batch 1/1\n      w1\n        - [ping] ping  (read-only)\n1 tasks; hosts that may change: none\n")
         .stderr("")
         .run();
 }

@@ -121,20 +121,20 @@ fn a_missing_task_file_is_refused_at_the_include() {
 }
 
 #[test]
-fn an_include_with_a_loop_is_refused() {
+fn an_include_with_a_templated_loop_is_refused() {
     refused(
         &[
-            ("site.yml", "- hosts: web\n  tasks:\n    - include_tasks: more.yml\n      loop: [a, b]\n"),
+            ("site.yml", "- hosts: web\n  tasks:\n    - include_tasks: more.yml\n      loop: \"{{ things }}\"\n"),
             ("more.yml", "- ping:\n"),
         ],
-        r#"  x site.yml:4:7: include_tasks with loop (a dynamic include) is not supported
+        r#"  x site.yml:4:7: include_tasks with a templated loop (a dynamic include) is not supported
    ,-[site.yml:4:7]
  3 |     - include_tasks: more.yml
- 4 |       loop: [a, b]
+ 4 |       loop: "{{ things }}"
    :       ^^|^
    :         `-- here
    `----
-  help: copctl reads every task when the playbook is loaded: put the loop on the included tasks
+  help: copctl reads every task when the playbook is loaded: loop over a literal list, or put the loop on the included tasks
 
 "#,
     );

@@ -22,7 +22,7 @@ fn placeholder_result() -> Value {
            "skipped": false, "stdout_lines": [], "stderr_lines": [], "msg": ""})
 }
 
-fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
+fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
     let mut out = IndexMap::new();
     for s in pb.all_steps() {
         if let Some(r) = &s.def.register {
@@ -30,25 +30,49 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
             match &s.action {
                 Action::Stat(_) => v["stat"] = crate::steps::stat::placeholder(),
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
+                Action::Ping(_) => v["ping"] = json!("pong"),
+                Action::Assert(_) => {
+                    v["assertion"] = json!("");
+                    v["evaluated_to"] = json!(false);
+                }
                 _ => {}
             }
             if s.def.loop_over.is_some() {
                 // A loop registers each item's result under `results`.
                 let lc = s.def.loop_control.as_ref();
                 let var = crate::playbook::LoopControl::var(lc);
-                let mut one = v.clone();
-                one[var] = json!("");
-                one["ansible_loop_var"] = json!(var);
-                if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
-                    one[iv] = json!(0);
-                }
-                v["results"] = json!([one]);
+                // One result per item of a literal list, one standing for all otherwise.
+                let items = match &s.def.loop_over {
+                    Some(Value::Array(a)) if !a.is_empty() => a.clone(),
+                    _ => vec![json!("")],
+                };
+                let results: Vec<Value> = items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let mut one = v.clone();
+                        one[var] = item;
+                        one["ansible_loop_var"] = json!(var);
+                        if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
+                            one[iv] = json!(i);
+                        }
+                        one
+                    })
+                    .collect();
+                v["results"] = json!(results);
             }
             out.insert(r.clone(), v);
         }
         if let Action::SetFact(m) = &s.action {
             for (k, v) in m.iter() {
-                out.insert(k.clone(), if v.is_string() { json!("") } else { v.clone() });
+                // A fact from one expression that needs no host variable has the type it gives
+                // (`{{ x | default([]) + [1] }}` a list); any other text stands in as "".
+                let typed = v
+                    .as_str()
+                    .filter(|s| s.trim().starts_with("{{") && s.trim().ends_with("}}") && s.matches("{{").count() == 1)
+                    .and_then(|s| t.eval(s, &crate::template::to_value(&out)).ok())
+                    .and_then(|r| serde_json::to_value(&r).ok());
+                out.insert(k.clone(), typed.unwrap_or_else(|| if v.is_string() { json!("") } else { v.clone() }));
             }
         }
         if let Action::Setup(_) = &s.action {
@@ -86,7 +110,8 @@ fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, V
 
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
     let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
-    let regs: Vec<Arc<IndexMap<String, Value>>> = plan.playbooks.iter().map(|pb| Arc::new(placeholders(pb))).collect();
+    let regs: Vec<Arc<IndexMap<String, Value>>> =
+        plan.playbooks.iter().map(|pb| Arc::new(placeholders(&site.templates, pb))).collect();
     let mut typed: std::collections::HashMap<(usize, String), Arc<IndexMap<String, Value>>> = Default::default();
     let registered: Vec<HashSet<String>> =
         plan.playbooks.iter().map(|pb| pb.all_steps().filter_map(|s| s.def.register.clone()).collect()).collect();
@@ -123,11 +148,24 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
             };
             let item = first.unwrap_or(json!(""));
             let lc = step.def.loop_control.as_ref();
-            reg.insert(crate::playbook::LoopControl::var(lc).into(), item);
+            let var = crate::playbook::LoopControl::var(lc);
+            reg.insert(var.into(), item.clone());
+            reg.insert("ansible_loop_var".into(), json!(var));
             if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
                 reg.insert(iv.into(), json!(0));
+                reg.insert("ansible_index_var".into(), json!(iv));
+            }
+            if lc.is_some_and(|l| l.extended) {
+                reg.insert(
+                    "ansible_loop".into(),
+                    json!({"allitems": [item], "index": 1, "index0": 0, "first": true, "last": true,
+                           "length": 1, "revindex": 1, "revindex0": 0}),
+                );
             }
         }
+        // What the engine sets for each task (run/task.rs).
+        reg.entry("ansible_check_mode".into()).or_insert(json!(false));
+        reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
         let ctx = site.context(pb, host, Arc::new(reg));
         check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
     }

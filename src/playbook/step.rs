@@ -27,6 +27,12 @@ pub struct LoopControl {
     pub loop_var: Option<String>,
     pub index_var: Option<String>,
     pub label: Option<String>,
+    /// Seconds to wait between two items (Ansible's `pause`, fractions allowed).
+    pub pause: Option<f64>,
+    /// `ansible_loop` (index, first, last, length, revindex, previtem, nextitem, allitems) for
+    /// each item.
+    #[serde(default)]
+    pub extended: bool,
 }
 
 impl LoopControl {
@@ -63,6 +69,16 @@ macro_rules! step_def {
             pub ignore_errors: bool,
             /// Seconds; default 1800 so that one hung host never freezes a run.
             pub timeout: Option<u64>,
+            /// Ansible's `check_mode:` on one step: `true` only reports what it would change,
+            /// `false` changes the host even under `--check`; unset follows the run.
+            pub check_mode: Option<bool>,
+            /// Ansible's `diff:` on one step: shows (or hides) its diff whatever `--diff` says.
+            pub diff: Option<bool>,
+            /// Set by the Ansible front-end: Ansible's rules where they differ from native ones
+            /// (a read-only step that fails under `--check` fails; `timeout` bounds the whole
+            /// task, with Ansible's message).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            pub ansible: bool,
             pub r#become: Option<bool>,
             #[serde(default)]
             pub vars: IndexMap<String, Value>,

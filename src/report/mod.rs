@@ -65,6 +65,9 @@ pub struct TaskEnd {
     pub ignored: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// The step's own `diff:`, over the run's `--diff`.
+    #[serde(skip)]
+    pub show_diff: Option<bool>,
     /// Shown whatever the status (and on a terminal even when nothing else is).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -192,7 +195,7 @@ impl Reporter {
     pub fn task_end(&mut self, mut t: TaskEnd) {
         t.msg = self.redact(&t.msg);
         t.warnings = t.warnings.iter().map(|w| self.redact(w)).collect();
-        t.diff = if self.diff { t.diff.map(|d| self.redact(&d)) } else { None };
+        t.diff = if t.show_diff.unwrap_or(self.diff) { t.diff.map(|d| self.redact(&d)) } else { None };
         let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
             m.insert("event".into(), json!("task_end"));

@@ -340,6 +340,7 @@ impl Engine {
             let changed = step.as_ref().is_some_and(|s| {
                 matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
                     && s.def.changed_when.is_none()
+                    && !o.result.contains_key("timedout")
             });
             self.count_as(&host, if changed { Status::Changed } else { Status::Ok }, false, false, 0.0);
         }
@@ -510,6 +511,7 @@ impl Engine {
             rc: o.result.get("rc").and_then(Value::as_i64),
             ignored: step.is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed,
             diff: o.diff.clone(),
+            show_diff: step.and_then(|s| s.def.diff),
             stdout: o.result.get("stdout").and_then(Value::as_str).unwrap_or("").to_string(),
             stderr: o.result.get("stderr").and_then(Value::as_str).unwrap_or("").to_string(),
             commands: o.commands.clone(),
@@ -591,6 +593,7 @@ impl Engine {
                     registered: self.registered.clone(),
                     check: self.opts.check,
                     diff: self.opts.diff,
+                    verbose: self.opts.verbose,
                     local_dir: self.opts.local_dir.clone(),
                     stop: self.stop.subscribe(),
                     secret_facts: self.secret_facts.clone(),

@@ -29,6 +29,8 @@ pub struct Job {
     pub registered: crate::site::HostResults,
     pub check: bool,
     pub diff: bool,
+    /// The run's `-v` count (a `debug` with a higher `verbosity` is skipped).
+    pub verbose: u8,
     pub local_dir: PathBuf,
     /// Becomes true when the run is interrupted.
     pub stop: tokio::sync::watch::Receiver<bool>,
@@ -62,27 +64,117 @@ impl Job {
         ctx
     }
 
-    pub async fn execute(self) -> Outcome {
+    pub async fn execute(mut self) -> Outcome {
         let t = self.plan.graph[self.node].clone();
         let step = self.step.clone();
+        // The step's own `check_mode:`/`diff:` win over the run's, as Ansible's task keywords do;
+        // `ansible_check_mode`/`ansible_diff_mode` say the run's, as Ansible's do.
+        let (run_check, run_diff) = (self.check, self.diff);
+        self.check = step.def.check_mode.unwrap_or(self.check);
+        self.diff = step.def.diff.unwrap_or(self.diff);
         // Borrowed, not cloned: a play holds all its steps, and this runs once per task.
         let plan = self.plan.clone();
         let play = plan.play(&t);
         let host = t.host.clone().unwrap_or_default();
-        let timeout = Duration::from_secs(step.def.timeout.unwrap_or(1800));
+        let limit = Duration::from_secs(step.def.timeout.unwrap_or(1800));
+        // Ansible's `timeout:` bounds the whole task; the step's own commands get a little more,
+        // so that this is what fires. Otherwise the step's commands time out first, saying so.
+        let (outer, timeout) = match step.def.timeout {
+            Some(_) if step.def.ansible => (limit, limit + Duration::from_secs(5)),
+            _ => (limit + Duration::from_secs(5), limit),
+        };
         let mut own: IndexMap<String, Value> = play.vars.clone();
         own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(r) = self.registered.get(&host) {
             own.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
+        own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
+        own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));
         let ctx = self.context(&own);
         let templates = &self.site.templates;
-        for cond in [&play.when, &step.def.when].into_iter().flatten() {
-            match holds(templates, cond, &ctx) {
+        let whens: Vec<&Condition> = [&play.when, &step.def.when].into_iter().flatten().collect();
+        let when_holds = |c: &minijinja::Value| -> Result<bool, String> {
+            for cond in &whens {
+                if !holds(templates, cond, c).map_err(|e| format!("when: {e}"))? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        // Items from secrets make every iteration's text secret. As Ansible does, a loop whose
+        // items do not render fails only when the task's `when` holds without them.
+        let (items, loop_reads) = match &step.def.loop_over {
+            None => (None, BTreeSet::new()),
+            Some(v) => match tracking_secrets(&ctx, || loop_items(templates, v, &ctx)) {
+                (Ok(items), reads) => (Some(items), reads),
+                (Err(e), _) => {
+                    return match when_holds(&ctx) {
+                        Ok(false) => Outcome::skipped("conditional result was False"),
+                        Ok(true) => Outcome::failed(format!("loop: {e}")),
+                        Err(e) => Outcome::failed(e),
+                    };
+                }
+            },
+        };
+        // A loop's `when` is each item's, with the item's variables.
+        let lc = step.def.loop_control.as_ref();
+        let var = crate::playbook::LoopControl::var(lc);
+        let index_var = lc.and_then(|l| l.index_var.as_deref());
+        let extended = lc.is_some_and(|l| l.extended);
+        let item_vars = |all: &[Value], index: usize| -> IndexMap<String, Value> {
+            let mut o2 = own.clone();
+            o2.insert(var.into(), all[index].clone());
+            o2.insert("ansible_loop_var".into(), json!(var));
+            if let Some(iv) = index_var {
+                o2.insert(iv.into(), json!(index));
+                o2.insert("ansible_index_var".into(), json!(iv));
+            }
+            if extended {
+                o2.insert("ansible_loop".into(), extended_loop(all, index));
+            }
+            o2
+        };
+        let mut runs: Vec<bool> = Vec::new();
+        match &items {
+            None => match when_holds(&ctx) {
                 Ok(true) => {}
                 Ok(false) => return Outcome::skipped("conditional result was False"),
-                Err(e) => return Outcome::failed(format!("when: {e}")),
+                Err(e) => return Outcome::failed(e),
+            },
+            Some(all) if all.is_empty() => {
+                let mut o = Outcome::skipped("No items in the list");
+                o.result.insert("skipped_reason".into(), json!("No items in the list"));
+                o.result.insert("results".into(), json!([]));
+                return o;
             }
+            Some(all) => {
+                for index in 0..all.len() {
+                    match when_holds(&self.context(&item_vars(all, index))) {
+                        Ok(b) => runs.push(b),
+                        Err(e) => return Outcome::failed(e),
+                    }
+                }
+                if !runs.contains(&true) {
+                    let results: Vec<Value> = all
+                        .iter()
+                        .map(|item| {
+                            json!({"changed": false, "skipped": true, "false_condition": true,
+                                   "skip_reason": "Conditional result was False", var: item,
+                                   "ansible_loop_var": var})
+                        })
+                        .collect();
+                    let mut o = Outcome::skipped("All items skipped");
+                    o.result.insert("results".into(), json!(results));
+                    return o;
+                }
+            }
+        }
+        if let crate::steps::Action::Debug(d) = &step.action
+            && d.verbosity.unwrap_or(0) > self.verbose
+        {
+            let mut o = Outcome::skipped("Verbosity threshold not met.");
+            o.result.insert("skipped_reason".into(), json!("Verbosity threshold not met."));
+            return o;
         }
         let target = t.runs_on.clone().unwrap_or_else(|| host.clone());
         let conn = match self.pool.get(&target).await {
@@ -90,14 +182,6 @@ impl Job {
             Err(e) => return transport_outcome(e),
         };
         let work = async {
-            // Items from secrets make every iteration's text secret.
-            let (items, loop_reads) = match &step.def.loop_over {
-                None => (None, BTreeSet::new()),
-                Some(v) => match tracking_secrets(&ctx, || loop_items(templates, v, &ctx)) {
-                    (Ok(items), reads) => (Some(items), reads),
-                    (Err(e), _) => return Outcome::failed(format!("loop: {e}")),
-                },
-            };
             match items {
                 None => self.attempts(&step, &conn, &own, ctx.clone(), timeout, &loop_reads).await,
                 Some(items) => {
@@ -105,22 +189,31 @@ impl Job {
                     let mut status = Status::Ok;
                     let mut msgs = Vec::new();
                     let mut diffs = Vec::new();
-                    let lc = step.def.loop_control.as_ref();
-                    let var = crate::playbook::LoopControl::var(lc);
-                    let index_var = lc.and_then(|l| l.index_var.as_deref());
-                    for (index, item) in items.into_iter().enumerate() {
-                        let mut o2 = own.clone();
-                        o2.insert(var.into(), item.clone());
-                        if let Some(iv) = index_var {
-                            o2.insert(iv.into(), json!(index));
+                    let pause = lc.and_then(|l| l.pause).filter(|p| *p > 0.0);
+                    for (index, item) in items.iter().enumerate() {
+                        if index > 0
+                            && let Some(p) = pause
+                        {
+                            tokio::time::sleep(Duration::from_secs_f64(p)).await;
                         }
-                        let c2 = self.context(&o2);
-                        let o = self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await;
+                        let o2 = item_vars(&items, index);
+                        let o = if runs[index] {
+                            let c2 = self.context(&o2);
+                            self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await
+                        } else {
+                            let mut o = Outcome::skipped("Conditional result was False");
+                            o.result.insert("false_condition".into(), json!(true));
+                            o
+                        };
                         let mut r = o.registered();
-                        r[var] = item;
+                        r[var] = item.clone();
                         r["ansible_loop_var"] = json!(var);
                         if let Some(iv) = index_var {
                             r[iv] = json!(index);
+                            r["ansible_index_var"] = json!(iv);
+                        }
+                        if extended {
+                            r["ansible_loop"] = o2["ansible_loop"].clone();
                         }
                         results.push(r);
                         status = match (status, o.status) {
@@ -147,9 +240,14 @@ impl Job {
                 }
             }
         };
-        match tokio::time::timeout(timeout + Duration::from_secs(5), work).await {
+        match tokio::time::timeout(outer, work).await {
             Ok(o) => o,
-            Err(_) => Outcome::failed(format!("step timed out after {}s (timeout:)", timeout.as_secs())),
+            // Ansible's words (its task `timeout:`), with its `timedout` result.
+            Err(_) => {
+                let mut o = Outcome::failed(format!("Task failed: Timed out after {} second(s).", limit.as_secs()));
+                o.result.insert("timedout".into(), json!({"period": limit.as_secs()}));
+                o
+            }
         }
     }
 
@@ -233,7 +331,7 @@ impl Job {
             }
             // In check mode a read-only step may look for what only a real run would have made
             // (a file not written, a result not registered): that is not a failure of the host.
-            if self.check && o.status == Status::Failed && step.action.inherently_read_only() {
+            if self.check && o.status == Status::Failed && step.action.inherently_read_only() && !step.def.ansible {
                 o.status = Status::Skipped;
                 o.msg = format!("check mode: {}", o.msg);
                 return o;
@@ -304,6 +402,28 @@ impl Job {
     }
 }
 
+/// `ansible_loop` for the item at `index` of `all`, as Ansible's `loop_control.extended` sets
+/// it (`previtem`/`nextitem` absent at the ends, so that `is undefined` holds there).
+fn extended_loop(all: &[Value], index: usize) -> Value {
+    let n = all.len();
+    let mut m = serde_json::Map::new();
+    m.insert("allitems".into(), json!(all));
+    m.insert("index".into(), json!(index + 1));
+    m.insert("index0".into(), json!(index));
+    m.insert("first".into(), json!(index == 0));
+    m.insert("last".into(), json!(index + 1 == n));
+    m.insert("length".into(), json!(n));
+    m.insert("revindex".into(), json!(n - index));
+    m.insert("revindex0".into(), json!(n - index - 1));
+    if index > 0 {
+        m.insert("previtem".into(), all[index - 1].clone());
+    }
+    if index + 1 < n {
+        m.insert("nextitem".into(), all[index + 1].clone());
+    }
+    Value::Object(m)
+}
+
 /// A loop's items: a list (each item rendered), or a template that yields one.
 fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Value>, String> {
     match v {
@@ -320,5 +440,24 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
             }
         }
         other => Err(format!("expected a list, got {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn extended_loop_is_ansibles_ansible_loop() {
+        let all = [json!("a"), json!("b"), json!("c")];
+        let first = super::extended_loop(&all, 0);
+        assert_eq!(
+            first,
+            json!({"allitems": ["a", "b", "c"], "index": 1, "index0": 0, "first": true, "last": false,
+                   "length": 3, "revindex": 3, "revindex0": 2, "nextitem": "b"})
+        );
+        let last = super::extended_loop(&all, 2);
+        assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
+        assert!(last.get("nextitem").is_none());
     }
 }

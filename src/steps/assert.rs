@@ -35,7 +35,11 @@ impl Kind for AssertArgs {
                         },
                         None => format!("assertion failed: {expr}"),
                     };
-                    return Outcome::failed(msg);
+                    // What Ansible registers: the assertion that failed, and that it was false.
+                    let mut o = Outcome::failed(msg);
+                    o.result.insert("assertion".into(), serde_json::json!(expr));
+                    o.result.insert("evaluated_to".into(), serde_json::json!(false));
+                    return o;
                 }
                 Err(e) => return Outcome::failed(format!("{expr}: {}", crate::template::describe_error(&e))),
             }

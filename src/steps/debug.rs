@@ -9,6 +9,8 @@ use super::{Guards, Kind, Outcome, StepCtx};
 pub struct DebugArgs {
     pub msg: Option<String>,
     pub var: Option<String>,
+    /// Shown only at this many `-v` or more; skipped below (the engine decides, run/task.rs).
+    pub verbosity: Option<u8>,
 }
 
 impl Kind for DebugArgs {
@@ -31,7 +33,17 @@ impl Kind for DebugArgs {
                 let source = a.msg.clone().or_else(|| a.var.clone()).unwrap_or_default();
                 Outcome::ok(format!("{source}    {}", super::withheld_note(&reads)))
             }
-            Ok(m) => Outcome::ok(m),
+            Ok(m) => {
+                let mut o = Outcome::ok(m);
+                // Ansible registers `var:`'s value under its name (`r.ansible_remote_tmp`).
+                if let (None, Some(v)) = (&a.msg, &a.var)
+                    && let Ok(x) = cx.templates.eval(v, cx.vars)
+                    && let Ok(j) = serde_json::to_value(&x)
+                {
+                    o.result.insert(v.clone(), j);
+                }
+                o
+            }
             Err(e) => Outcome::failed(crate::template::describe_error(&e)),
         }
     }

@@ -62,6 +62,7 @@ macro_rules! kinds {
             debug: Debug(DebugArgs),
             set_fact: SetFact(SetFactArgs),
             setup: Setup(SetupArgs),
+            ping: Ping(PingArgs),
         }
     };
 }

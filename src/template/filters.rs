@@ -165,6 +165,31 @@ pub fn python_json(v: &serde_json::Value, indent: Option<usize>, sort: bool) -> 
 }
 
 pub fn add(env: &mut Environment<'static>) {
+    // Jinja2's `int`, as Ansible has it: what does not read as a number is `default` (0), not
+    // an error (`'' | int` is 0); a float text is truncated; `base` for text.
+    env.add_filter("int", |v: Value, default: Option<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let default = default.or(kw.get::<Option<Value>>("default")?).unwrap_or(Value::from(0));
+        let base: u32 = kw.get::<Option<u32>>("base")?.unwrap_or(10);
+        kw.assert_all_used()?;
+        let parsed = match v.kind() {
+            ValueKind::Bool => Some(i64::from(v.is_true())),
+            ValueKind::Number => v.as_i64().or_else(|| f64::try_from(v.clone()).ok().map(|f| f.trunc() as i64)),
+            ValueKind::String => {
+                let t = v.as_str().unwrap_or_default().trim().replace('_', "");
+                let digits = match base {
+                    16 => t.trim_start_matches("0x").trim_start_matches("0X").to_string(),
+                    8 => t.trim_start_matches("0o").trim_start_matches("0O").to_string(),
+                    2 => t.trim_start_matches("0b").trim_start_matches("0B").to_string(),
+                    _ => t.clone(),
+                };
+                i64::from_str_radix(&digits, base)
+                    .ok()
+                    .or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f.trunc() as i64))
+            }
+            _ => None,
+        };
+        Ok(parsed.map(Value::from).unwrap_or(default))
+    });
     env.add_filter("to_json", |v: Value, kw: Kwargs| -> Result<String, Error> {
         let sort: Option<bool> = kw.get("sort_keys")?;
         let indent: Option<usize> = kw.get("indent")?;
@@ -442,6 +467,23 @@ mod tests {
             context! { hv => context! { a => context! { ip => "10.0.0.1" }, b => context! { ip => "10.0.0.2" } } },
         )
         .unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    #[test]
+    fn int_is_jinja2s() {
+        for (t, want) in [
+            ("{{ '' | int }}", "0"),
+            ("{{ 'x' | int(7) }}", "7"),
+            ("{{ 'x' | int(default=3) }}", "3"),
+            ("{{ ' 42 ' | int }}", "42"),
+            ("{{ '3.9' | int }}", "3"),
+            ("{{ 2.7 | int }}", "2"),
+            ("{{ true | int }}", "1"),
+            ("{{ 'ff' | int(base=16) }}", "255"),
+            ("{{ '0x1f' | int(base=16) }}", "31"),
+        ] {
+            assert_eq!(render(t), want, "{t}");
+        }
     }
 
     #[test]

@@ -518,6 +518,20 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    // Ansible's `with_together` over templated lists: the lists zipped item by item, a shorter
+    // list's missing items none (its together lookup). Used by the Ansible front-end's loops.
+    env.add_filter("with_together", |v: Value| -> Result<Value, minijinja::Error> {
+        let lists: Vec<Vec<Value>> =
+            v.try_iter()?.map(|l| l.try_iter().map(Iterator::collect)).collect::<Result<_, _>>()?;
+        let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+        Ok(Value::from(
+            (0..n)
+                .map(|i| {
+                    Value::from(lists.iter().map(|l| l.get(i).cloned().unwrap_or(Value::from(()))).collect::<Vec<_>>())
+                })
+                .collect::<Vec<_>>(),
+        ))
+    });
     // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
     // item), as its `items` lookup does. Used by the Ansible front-end's loops.
     env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
@@ -547,6 +561,19 @@ fn add_filters(env: &mut Environment<'static>) {
             Ok(Value::from(vec![one]))
         },
     );
+    // Ansible's `now(utc=False, fmt=None)`: the time as text, `fmt` as Python's strftime
+    // (`%f` its microseconds).
+    env.add_function("now", |kw: minijinja::value::Kwargs| -> Result<Value, minijinja::Error> {
+        let utc: bool = kw.get::<Option<bool>>("utc")?.unwrap_or(false);
+        let fmt: Option<String> = kw.get("fmt")?;
+        kw.assert_all_used()?;
+        let fmt = fmt.unwrap_or_else(|| "%Y-%m-%d %H:%M:%S.%f".into()).replace("%f", "%6f");
+        Ok(Value::from(if utc {
+            chrono::Utc::now().format(&fmt).to_string()
+        } else {
+            chrono::Local::now().format(&fmt).to_string()
+        }))
+    });
     // Ansible's `x is version(y, '>=')`.
     env.add_test("version", |v: String, other: String, op: Option<String>| -> Result<bool, minijinja::Error> {
         use std::cmp::Ordering::*;

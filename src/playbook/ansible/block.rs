@@ -33,6 +33,8 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "run_once",
     "environment",
     "notify",
+    "check_mode",
+    "diff",
 ];
 
 /// What a block hands down to every step it holds.
@@ -47,6 +49,8 @@ struct Inherited {
     run_once: bool,
     environment: IndexMap<String, String>,
     notify: Option<Vec<String>>,
+    check_mode: Option<bool>,
+    diff: Option<bool>,
 }
 
 pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
@@ -77,6 +81,8 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "vars" => inherited.vars = task::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
             "ignore_errors" => inherited.ignore_errors = task::flag(f, k, v).unwrap_or(false),
             "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
+            "check_mode" => inherited.check_mode = task::flag(f, k, v),
+            "diff" => inherited.diff = task::flag(f, k, v),
             "delegate_to" => inherited.delegate_to = task::text(f, k, v),
             "environment" => {
                 inherited.environment = task::vars(f, k, v)
@@ -217,6 +223,8 @@ fn inherit(b: &Inherited, s: &mut Step) {
         }
     }
     d.r#become = d.r#become.or(b.r#become);
+    d.check_mode = d.check_mode.or(b.check_mode);
+    d.diff = d.diff.or(b.diff);
     for (k, v) in &b.vars {
         d.vars.entry(k.clone()).or_insert_with(|| v.clone());
     }

@@ -1,13 +1,15 @@
 //! Tasks from other files: `import_tasks`/`include_tasks` expand to the file's tasks in place,
 //! when the playbook is loaded (static, as Ansible's import is), with the include's keywords
 //! (`when`, `tags`, `become`, `vars`) applied to each; `import_role`/`include_role` go to
-//! roles.rs. What only a dynamic include can do (a loop, a templated file name) is refused.
+//! roles.rs. An `include_tasks` looping over items known when the playbook is loaded (a literal
+//! list, `with_sequence`) reads its file once per item, the loop's variables set on that copy's
+//! tasks; what only a dynamic include can do (a templated loop or file name) is refused.
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
-use super::node::{Kind, Node};
+use super::node::{Key, Kind, Node};
 use super::taskfile::{Inherit, candidates, dynamic, shown, tasks_file};
 use super::{Front, Place, roles};
 use crate::playbook::Step;
@@ -50,6 +52,8 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let before = f.p.count();
     let mut inherit = Inherit::default();
     let mut file: Option<(String, usize, usize)> = None;
+    let mut looped: Option<(&Key, Value)> = None;
+    let mut control: Option<Value> = None;
     let mut take_file = |f: &mut Front, n: &Node| match &n.kind {
         Kind::Scalar(Value::String(s)) => file = Some((s.clone(), n.line, n.column)),
         _ => f.p.add(n.line, n.column, format!("{kind}: a file name, not {}", n.what()), "here", None),
@@ -87,11 +91,21 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                 }
                 None => f.p.add_key(k, "args: must be a mapping".into(), None),
             },
-            "loop" | "with_items" | "loop_control" if kind == "include_tasks" => f.p.add_key(
-                k,
-                format!("include_tasks with {} (a dynamic include) is not supported", k.name),
-                Some("copctl reads every task when the playbook is loaded: put the loop on the included tasks".into()),
-            ),
+            n if kind == "include_tasks" && super::task::LOOPS.contains(&n) => match super::task::loop_items(f, k, v) {
+                Some(Value::Array(items)) if looped.is_none() => looped = Some((k, Value::Array(items))),
+                Some(_) if looped.is_some() => {
+                    f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
+                }
+                Some(_) => f.p.add_key(
+                    k,
+                    format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
+                    Some("copctl reads every task when the playbook is loaded: loop over a literal list, or put the loop on the included tasks".into()),
+                ),
+                None => {}
+            },
+            "loop_control" if kind == "include_tasks" => {
+                control = super::task::loop_control(f, k, v, &super::task::own_vars(map));
+            }
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
@@ -129,15 +143,104 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         f.p.add_key(key, "include_tasks in handlers is not supported yet".into(), Some("write import_tasks".into()));
         return;
     }
-    let start = out.len();
     // The file's own includes are looked for beside it; its sources where the includer's are.
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let search = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
+    let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
     let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
+    if let Some((lk, Value::Array(items))) = looped {
+        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+            return;
+        }
+        return looped_include(
+            f,
+            node,
+            key,
+            (lk, &items),
+            control.as_ref(),
+            inherit,
+            (&path, line, column),
+            place,
+            out,
+        );
+    }
+    if let Some(c) = map.iter().find(|(k, _)| k.name == "loop_control").map(|(k, _)| k) {
+        f.p.add_key(c, "loop_control without a loop".into(), None);
+        return;
+    }
+    let start = out.len();
     tasks_file(f, &path, (line, column), kind, place, handler, out);
     if kind == "include_tasks" {
         dynamic(f, node, key, inherit, start, out);
     } else {
         inherit.apply(&mut out[start..]);
+    }
+}
+
+/// `include_tasks` over literal items: per item, the step standing for the include (ok, or
+/// skipped by its `when`, as Ansible counts each item's include) and the file's tasks, with the
+/// loop's variables (the item, `index_var`, `ansible_loop_var`, `ansible_loop`) above their own
+/// as Ansible's include parameters are. No item: the include is skipped, as Ansible's is.
+#[allow(clippy::too_many_arguments)]
+fn looped_include(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    (lk, items): (&Key, &[Value]),
+    control: Option<&Value>,
+    inherit: Inherit,
+    (path, line, column): (&Path, usize, usize),
+    place: Place,
+    out: &mut Vec<Step>,
+) {
+    if items.is_empty() {
+        let start = out.len();
+        let mut skipped = inherit.clone();
+        skipped.when.push("false".into());
+        dynamic(f, node, key, skipped, start, out);
+        return;
+    }
+    let text = |k: &str| control.and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string);
+    let var = text("loop_var").unwrap_or_else(|| "item".into());
+    let index_var = text("index_var");
+    let extended = control.and_then(|c| c.get("extended")).and_then(Value::as_bool).unwrap_or(false);
+    if control.and_then(|c| c.get("pause")).is_some() {
+        f.p.add_key(lk, "include_tasks: loop_control pause is not supported".into(), None);
+        return;
+    }
+    for (index, item) in items.iter().enumerate() {
+        let mut vars = Map::new();
+        vars.insert(var.clone(), item.clone());
+        vars.insert("ansible_loop_var".into(), json!(var));
+        if let Some(iv) = &index_var {
+            vars.insert(iv.clone(), json!(index));
+            vars.insert("ansible_index_var".into(), json!(iv));
+        }
+        if extended {
+            let n = items.len();
+            let mut l = Map::new();
+            l.insert("allitems".into(), json!(items));
+            l.insert("index".into(), json!(index + 1));
+            l.insert("index0".into(), json!(index));
+            l.insert("first".into(), json!(index == 0));
+            l.insert("last".into(), json!(index + 1 == n));
+            l.insert("length".into(), json!(n));
+            l.insert("revindex".into(), json!(n - index));
+            l.insert("revindex0".into(), json!(n - index - 1));
+            if index > 0 {
+                l.insert("previtem".into(), items[index - 1].clone());
+            }
+            if index + 1 < n {
+                l.insert("nextitem".into(), items[index + 1].clone());
+            }
+            vars.insert("ansible_loop".into(), Value::Object(l));
+        }
+        let mut each = inherit.clone();
+        each.params.extend(vars.clone());
+        let start = out.len();
+        tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
+        dynamic(f, node, key, each, start, out);
+        if let Some(s) = out.get_mut(start) {
+            s.def.vars.extend(vars);
+        }
     }
 }

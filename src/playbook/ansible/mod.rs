@@ -979,12 +979,12 @@ mod tests {
                 r#"package: {"name":["a","b"],"state":"present"}"#,
                 r#"fetch: {"src":"/etc/hosts","dest":"/out/{{ inventory_hostname }}/etc/hosts"}"#,
                 r##"block: {"path":"/z","block":"x","marker":"# {mark} ANSIBLE MANAGED BLOCK","state":"present","create":false}"##,
-                "true",
+                "ping: {}",
             ]
         );
         assert_eq!(s[2].def.chdir.as_deref(), Some("/tmp"));
         assert_eq!(s[2].name, "command");
-        assert_eq!(s[7].def.changed_when, Some(crate::playbook::Condition::Bool(false)));
+        assert!(s[7].action.inherently_read_only());
         // Only Ansible's own guard words leave a command line; stdin gets its newline.
         let s = steps("- hosts: all\n  gather_facts: no\n  tasks:\n    - command: echo cmd=x creates=/y stdin=in\n");
         assert_eq!((s[0].action.source(), s[0].def.creates.as_deref()), ("echo cmd=x".to_string(), Some("/y")));

@@ -664,8 +664,8 @@ pub fn translate(
                 None => {}
             }
             put(&mut out, "var", a.text(&["var"]));
-            a.default_only("verbosity", json!(0), "a debug shown only with -v is not supported yet");
-            a.finish(&["msg", "var"]);
+            put(&mut out, "verbosity", a.number(&["verbosity"]));
+            a.finish(&["msg", "var", "verbosity"]);
             "debug"
         }
         "set_fact" => {
@@ -682,6 +682,16 @@ pub fn translate(
             "set_fact"
         }
         "assert" | "fail" => {
+            // `assert: '{{ item }}'`: the whole argument mapping from a template, per item.
+            if let Kind::Scalar(Value::String(t)) = &node.kind
+                && t.contains("{{")
+            {
+                let m = format!("{name}: arguments from a template ('{t}') are not supported");
+                let help =
+                    "copctl reads a task's arguments when the playbook is loaded: write them as a mapping (that: ...)";
+                p.add(node.line, node.column, m, "a templated argument mapping", Some(help.into()));
+                return None;
+            }
             let mut a = Args::new(p, name, node, extra, None);
             if name == "fail" {
                 let msg = a.text(&["msg"]).unwrap_or_else(|| "Failed as requested from task".into());
@@ -699,10 +709,11 @@ pub fn translate(
                 }
                 None => a.missing("that"),
             }
-            put(&mut out, "fail_msg", a.text(&["fail_msg", "msg"]));
-            put(&mut out, "success_msg", a.text(&["success_msg"]));
-            a.default_only("quiet", json!(false), "quiet is not supported yet");
-            a.finish(&["that", "fail_msg", "msg", "success_msg"]);
+            // Ansible's messages by default; `quiet` only changes what its callback shows.
+            out.insert("fail_msg".into(), json!(a.text(&["fail_msg", "msg"]).unwrap_or("Assertion failed".into())));
+            out.insert("success_msg".into(), json!(a.text(&["success_msg"]).unwrap_or("All assertions passed".into())));
+            a.flag(&["quiet"]);
+            a.finish(&["that", "fail_msg", "msg", "success_msg", "quiet"]);
             "assert"
         }
         "service" | "systemd" | "systemd_service" => {
@@ -855,12 +866,10 @@ pub fn translate(
             "reboot"
         }
         "ping" => {
-            let a = Args::new(p, name, node, extra, None);
-            a.finish(&[]);
-            // One round trip that changes nothing, reported ok as Ansible's ping is.
-            fields.insert("changed_when".into(), json!(false));
-            fields.insert("read_only".into(), json!(true));
-            return Some(Translated { kind: Some("command"), args: json!(["true"]), fields });
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "data", a.text(&["data"]));
+            a.finish(&["data"]);
+            "ping"
         }
         "raw" => {
             // What raw runs is the line itself, through the login shell: copctl's shell kind

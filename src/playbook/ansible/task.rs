@@ -21,7 +21,13 @@ pub const KEYWORDS: &[&str] = &[
     "loop",
     "with_items",
     "with_dict",
+    "with_list",
+    "with_sequence",
+    "with_together",
     "loop_control",
+    "check_mode",
+    "diff",
+    "timeout",
     "tags",
     "become",
     "become_user",
@@ -39,8 +45,6 @@ pub const KEYWORDS: &[&str] = &[
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
 pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("no_log", ""),
-    ("check_mode", ""),
-    ("diff", ""),
     ("throttle", ""),
     ("async", ""),
     ("poll", ""),
@@ -49,7 +53,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("debugger", ""),
     ("module_defaults", ""),
     ("collections", ""),
-    ("timeout", ""),
     ("connection", ""),
     ("remote_user", ""),
     ("port", ""),
@@ -60,13 +63,10 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("action", "write the module as the task's key"),
     ("local_action", ""),
     ("with_fileglob", ""),
-    ("with_together", ""),
-    ("with_sequence", ""),
     ("with_subelements", ""),
     ("with_nested", ""),
     ("with_first_found", ""),
     ("with_lines", ""),
-    ("with_list", "write loop:"),
     ("with_indexed_items", ""),
     ("with_random_choice", ""),
 ];
@@ -277,14 +277,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "name" => text(f, k, v).map(Value::from),
                     "when" | "changed_when" | "failed_when" => condition(f, k, v),
                     "register" | "delegate_to" => text(f, k, v).map(Value::from),
-                    "ignore_errors" | "become" | "run_once" => flag(f, k, v).map(Value::from),
+                    "ignore_errors" | "become" | "run_once" | "check_mode" | "diff" => flag(f, k, v).map(Value::from),
                     // A handler's is checked when the play's handlers are known (mod.rs).
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
-                    "loop" => Some(v.to_value()),
-                    "with_items" => with_items(f, k, v),
-                    "with_dict" => with_dict(f, k, v),
-                    "loop_control" => loop_control(f, k, v),
+                    "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together" => {
+                        loop_items(f, k, v)
+                    }
+                    "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => {
                         if v.as_str() != Some("root") {
                             f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
@@ -308,7 +308,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         retries_at = Some(k);
                         number(f, k, v).map(Value::from)
                     }
-                    "delay" => number(f, k, v).map(Value::from),
+                    "delay" | "timeout" => number(f, k, v).map(Value::from),
                     "vars" => vars(f, k, v).map(Value::Object),
                     "environment" => {
                         environment = Some(k);
@@ -345,9 +345,9 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     _ => None,
                 };
                 if let Some(value) = value {
-                    let key = if n == "with_items" || n == "with_dict" { "loop" } else { n };
+                    let key = if n == "loop" || n.starts_with("with_") { "loop" } else { n };
                     if def.contains_key(key) {
-                        f.p.add_key(k, "a task loops once: one of loop, with_items, with_dict".into(), None);
+                        f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None);
                     }
                     def.insert(key.to_string(), value);
                 }
@@ -401,7 +401,13 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     for (k, v) in t.fields {
         def.entry(k).or_insert(v);
     }
+    // A task whose `when` is literally false never runs: Ansible skips it before resolving
+    // where it would have run, so its `delegate_to` names no host to check.
+    if def.get("when") == Some(&Value::Bool(false)) {
+        def.remove("delegate_to");
+    }
     def.insert(kind.to_string(), t.args);
+    def.insert("ansible".into(), Value::Bool(true));
     // Ansible shows an unnamed task by its module, as written.
     if !handler {
         def.entry("name").or_insert_with(|| json!(mk.name));
@@ -475,8 +481,29 @@ fn with_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     }
 }
 
-/// `loop_control`: `loop_var`, `index_var` and `label` as Ansible has them.
-fn loop_control(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+/// A task's own `vars:` as written (what a templated `loop_var` may name).
+pub(super) fn own_vars(map: &[(Key, Node)]) -> Map<String, Value> {
+    map.iter().find(|(k, _)| k.name == "vars").and_then(|(_, v)| v.to_value().as_object().cloned()).unwrap_or_default()
+}
+
+/// The loop keywords a task (or an include) takes.
+pub(super) const LOOPS: &[&str] = &["loop", "with_items", "with_dict", "with_list", "with_sequence", "with_together"];
+
+/// One of `LOOPS` as the native `loop`: a list, or a template giving one when the loop runs.
+pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    match k.name.as_str() {
+        "with_items" => with_items(f, k, v),
+        "with_dict" => with_dict(f, k, v),
+        "with_list" => with_list(f, k, v),
+        "with_sequence" => with_sequence(f, k, v),
+        "with_together" => with_together(f, k, v),
+        _ => Some(v.to_value()),
+    }
+}
+
+/// `loop_control`: `loop_var`, `index_var`, `label`, `pause` and `extended` as Ansible has
+/// them; a `loop_var` templated from one of the task's own `vars` (`vars`) is that value.
+pub(super) fn loop_control(f: &mut Front, k: &Key, v: &Node, vars: &Map<String, Value>) -> Option<Value> {
     let Some(m) = v.as_map() else {
         f.p.add_key(k, format!("loop_control: must be a mapping, not {}", v.what()), None);
         return None;
@@ -485,15 +512,43 @@ fn loop_control(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     for (ck, cv) in m {
         match ck.name.as_str() {
             n @ ("loop_var" | "index_var" | "label") => match cv.to_value() {
+                Value::String(s) if n == "loop_var" && s.contains("{{") => {
+                    match lone_expression(&s).and_then(|e| vars.get(e)).and_then(Value::as_str) {
+                        Some(name) if !name.contains("{{") => {
+                            out.insert(n.into(), Value::from(name));
+                        }
+                        _ => f.p.add_key(
+                            ck,
+                            "loop_control: a loop_var templated from other than the task's own vars is not supported yet"
+                                .into(),
+                            None,
+                        ),
+                    }
+                }
                 Value::String(s) => {
                     out.insert(n.into(), Value::String(s));
                 }
                 other => f.p.add_key(ck, format!("loop_control: {n} must be text, not {other}"), None),
             },
+            "pause" => match cv.to_value() {
+                Value::Number(x) if x.as_f64().is_some_and(|p| p >= 0.0) => {
+                    out.insert("pause".into(), Value::Number(x));
+                }
+                other => f.p.add_key(ck, format!("loop_control: pause is a number of seconds, not {other}"), None),
+            },
+            "extended" => {
+                if let Some(b) = flag(f, ck, cv) {
+                    out.insert("extended".into(), Value::Bool(b));
+                }
+            }
+            // What Ansible shows of `ansible_loop.allitems`: copctl has it whole either way.
+            "extended_allitems" => {
+                flag(f, ck, cv);
+            }
             other => f.p.add_key(
                 ck,
                 format!("loop_control: {other} is not supported yet"),
-                Some("loop_control takes: loop_var, index_var, label".into()),
+                Some("loop_control takes: loop_var, index_var, label, pause, extended".into()),
             ),
         }
     }
@@ -520,6 +575,256 @@ fn with_dict(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     }
 }
 
+/// One `{{ expression }}` and nothing else: its expression.
+fn lone_expression(s: &str) -> Option<&str> {
+    let t = s.trim();
+    (t.starts_with("{{") && t.ends_with("}}") && t.matches("{{").count() == 1)
+        .then(|| t.trim_start_matches("{{").trim_end_matches("}}").trim())
+}
+
+/// `with_list`: `loop` as it is, unflattened (Ansible's list lookup).
+fn with_list(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    match v.to_value() {
+        a @ Value::Array(_) => Some(a),
+        Value::String(s) if lone_expression(&s).is_some() => Some(Value::String(s)),
+        _ => {
+            f.p.add_key(k, "with_list: a list, or one {{ expression }} giving a list".into(), None);
+            None
+        }
+    }
+}
+
+/// `with_together`: the lists zipped item by item, a shorter list's missing items null (Ansible's
+/// together lookup, `zip_longest`), from literal lists or `{{ expressions }}` each giving one.
+fn with_together(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let Value::Array(lists) = v.to_value() else {
+        f.p.add_key(k, "with_together: a list of lists".into(), None);
+        return None;
+    };
+    if lists.is_empty() {
+        f.p.add_key(k, "with_together: requires at least one element in each list".into(), None);
+        return None;
+    }
+    if let Some(literal) = lists.iter().map(|l| l.as_array().cloned()).collect::<Option<Vec<_>>>() {
+        let n = literal.iter().map(Vec::len).max().unwrap_or(0);
+        return Some(Value::Array(
+            (0..n)
+                .map(|i| Value::Array(literal.iter().map(|l| l.get(i).cloned().unwrap_or(Value::Null)).collect()))
+                .collect(),
+        ));
+    }
+    let mut exprs = Vec::new();
+    for l in &lists {
+        match l {
+            Value::Array(_) => exprs.push(l.to_string()),
+            Value::String(s) => match lone_expression(s) {
+                Some(e) => exprs.push(format!("({e})")),
+                None => exprs.push(Value::String(s.clone()).to_string()),
+            },
+            other => {
+                f.p.add_key(k, format!("with_together: each entry is a list, not {other}"), None);
+                return None;
+            }
+        }
+    }
+    Some(Value::String(format!("{{{{ [{}] | with_together }}}}", exprs.join(", "))))
+}
+
+/// `with_sequence`: Ansible's sequence lookup, `start=1 end=3 stride=1 format=%d` or
+/// `count=3` (as `k=v` text or a mapping), computed when the playbook is loaded.
+fn with_sequence(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let spec = match v.to_value() {
+        Value::String(s) if s.contains("{{") => {
+            f.p.add_key(k, "with_sequence: a templated sequence is not supported yet".into(), None);
+            return None;
+        }
+        Value::String(s) => s,
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().map(String::from).unwrap_or(v.to_string())))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Number(n) => format!("end={n}"),
+        other => {
+            f.p.add_key(k, format!("with_sequence: a `start= end=` or `count=` text, not {other}"), None);
+            return None;
+        }
+    };
+    match sequence(&spec) {
+        Ok(items) => Some(Value::Array(items.into_iter().map(Value::String).collect())),
+        Err(e) => {
+            f.p.add_key(k, format!("with_sequence: {e}"), None);
+            None
+        }
+    }
+}
+
+/// The items of Ansible's sequence lookup for one term, as it gives them (text, `format`ted).
+pub(super) fn sequence(term: &str) -> Result<Vec<String>, String> {
+    // Decimal only, as Ansible's option type reads it (`0x0f` is refused there).
+    let int = |name: &str, v: &str| -> Result<i64, String> {
+        v.trim()
+            .replace('_', "")
+            .parse::<i64>()
+            .map_err(|_| format!("{name}: invalid value provided for 'integer': '{v}'"))
+    };
+    let (mut start, mut end, mut count, mut stride, mut format) = (1i64, None, None, 1i64, "%d".to_string());
+    // The shortcut form, [start-]end[/stride][:format], the whole term as Ansible matches it.
+    let shortcut = regex::Regex::new(r"(?i)^((0?x?[0-9a-f]+)-)?(0?x?[0-9a-f]+)(/(0?x?[0-9a-f]+))?(:(.+))?$")
+        .expect("a valid pattern");
+    if let Some(c) = shortcut.captures(term) {
+        if let Some(a) = c.get(2) {
+            start = int("start", a.as_str())?;
+        }
+        end = Some(int("end", &c[3])?);
+        if let Some(st) = c.get(5) {
+            stride = int("stride", st.as_str())?;
+        }
+        if let Some(f) = c.get(7) {
+            format = f.as_str().to_string();
+        }
+    } else {
+        let mut unknown = Vec::new();
+        for w in term.split_whitespace() {
+            let Some((key, val)) = w.split_once('=') else {
+                unknown.push("_raw_params".to_string());
+                continue;
+            };
+            match key {
+                "start" => start = int("start", val)?,
+                "end" => end = Some(int("end", val)?),
+                "count" => count = Some(int("count", val)?),
+                "stride" => stride = int("stride", val)?,
+                "format" => format = val.to_string(),
+                other => unknown.push(other.to_string()),
+            }
+        }
+        if !unknown.is_empty() {
+            unknown.dedup();
+            let list = unknown.iter().map(|u| format!("'{u}'")).collect::<Vec<_>>().join(", ");
+            return Err(format!("unrecognized arguments to with_sequence: [{list}]"));
+        }
+    }
+    let end = match (end, count) {
+        (Some(_), Some(_)) => return Err("can't specify both count and end in with_sequence".into()),
+        (None, None) => return Err("must specify count or end in with_sequence".into()),
+        (Some(e), None) => e,
+        (None, Some(0)) => return Ok(Vec::new()),
+        // Ansible's own arithmetic, off by one for a negative stride as it is there.
+        (None, Some(c)) => start + c * stride - 1,
+    };
+    if stride > 0 && end < start {
+        return Err("to count backwards make stride negative".into());
+    }
+    if stride < 0 && end > start {
+        return Err("to count forward don't make stride negative".into());
+    }
+    if stride == 0 {
+        return Ok(Vec::new());
+    }
+    if format.matches('%').count() != 1 {
+        return Err(format!("bad formatting string: {format}"));
+    }
+    // Python's range(start, end + 1, stride), or end - 1 going down.
+    let stop = if stride > 0 { end + 1 } else { end - 1 };
+    let mut out = Vec::new();
+    let mut i = start;
+    while (stride > 0 && i < stop) || (stride < 0 && i > stop) {
+        out.push(printf_int(&format, i).ok_or_else(|| format!("problem formatting {i} with '{format}'"))?);
+        i += stride;
+    }
+    Ok(out)
+}
+
+/// One `%d`-like conversion (flags `0-+ `, a width, `d i u x X o`) of `format` applied to `n`.
+fn printf_int(format: &str, n: i64) -> Option<String> {
+    let (before, rest) = format.split_once('%')?;
+    let mut chars = rest.char_indices();
+    let mut flags = String::new();
+    let mut width = String::new();
+    let mut conv = None;
+    for (i, c) in chars.by_ref() {
+        match c {
+            '0' | '-' | '+' | ' ' | '#' if width.is_empty() => flags.push(c),
+            '0'..='9' => width.push(c),
+            'd' | 'i' | 'u' | 'x' | 'X' | 'o' => {
+                conv = Some((c, i + c.len_utf8()));
+                break;
+            }
+            _ => return None,
+        }
+    }
+    let (c, end) = conv?;
+    let after = &rest[end..];
+    let digits = match c {
+        'x' => format!("{:x}", n.unsigned_abs()),
+        'X' => format!("{:X}", n.unsigned_abs()),
+        'o' => format!("{:o}", n.unsigned_abs()),
+        _ => n.unsigned_abs().to_string(),
+    };
+    let sign = if n < 0 {
+        "-"
+    } else if flags.contains('+') {
+        "+"
+    } else if flags.contains(' ') {
+        " "
+    } else {
+        ""
+    };
+    let body = format!("{sign}{digits}");
+    let width: usize = width.parse().unwrap_or(0);
+    let padded = if body.len() >= width {
+        body
+    } else if flags.contains('-') {
+        format!("{body:<width$}")
+    } else if flags.contains('0') {
+        format!("{sign}{digits:0>w$}", w = width - sign.len())
+    } else {
+        format!("{body:>width$}")
+    };
+    Some(format!("{before}{padded}{after}"))
+}
+
 pub fn modules_help() -> String {
     format!("copctl runs these Ansible modules: {}", SUPPORTED.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sequence;
+
+    fn seq(term: &str) -> Vec<String> {
+        sequence(term).unwrap_or_else(|e| panic!("{term}: {e}"))
+    }
+
+    #[test]
+    fn with_sequence_gives_what_ansibles_sequence_lookup_gives() {
+        assert_eq!(seq("count=3"), ["1", "2", "3"]);
+        assert_eq!(seq("start=0 count=3"), ["0", "1", "2"]);
+        assert_eq!(seq("start=1 end=3"), ["1", "2", "3"]);
+        assert_eq!(seq("start=0 end=6 format=%02x"), ["00", "01", "02", "03", "04", "05", "06"]);
+        assert_eq!(seq("start=1 count=5 stride=2"), ["1", "3", "5", "7", "9"]);
+        assert_eq!(seq("start=5 end=11 stride=2 format=0x%02x"), ["0x05", "0x07", "0x09", "0x0b"]);
+        assert_eq!(seq("start=4 end=1 stride=-1"), ["4", "3", "2", "1"]);
+        // Ansible's count arithmetic with a negative stride: start + count * stride - 1.
+        assert_eq!(seq("start=10 count=3 stride=-1"), ["10", "9", "8", "7", "6"]);
+        assert_eq!(seq("2-6/2:x%d"), ["x2", "x4", "x6"]);
+        assert_eq!(seq("5"), ["1", "2", "3", "4", "5"]);
+        assert_eq!(seq("start=1 end=3 format=host%-3d|"), ["host1  |", "host2  |", "host3  |"]);
+        assert!(seq("count=0").is_empty());
+        assert!(seq("start=1 end=5 stride=0").is_empty());
+    }
+
+    #[test]
+    fn with_sequence_refuses_what_ansible_refuses() {
+        let err = |t: &str| sequence(t).expect_err(t);
+        assert_eq!(err("start=1"), "must specify count or end in with_sequence");
+        assert_eq!(err("end=3 count=3"), "can't specify both count and end in with_sequence");
+        assert_eq!(err("start=5 end=1"), "to count backwards make stride negative");
+        assert_eq!(err("start=1 end=5 stride=-1"), "to count forward don't make stride negative");
+        assert_eq!(err("end=3 format=%d%d"), "bad formatting string: %d%d");
+        assert_eq!(err("4-1/-1"), "unrecognized arguments to with_sequence: ['_raw_params']");
+        assert_eq!(err("end=3 step=1"), "unrecognized arguments to with_sequence: ['step']");
+        assert!(err("start=0x0f end=20").contains("invalid value provided for 'integer'"));
+    }
 }
