@@ -44,7 +44,7 @@ const TARGETS: &[Target] = &[
     role("file", false),
     role("template", false),
     role("loops", false),
-    role("stat", false),
+    role("stat", true),
     role("copy", false),
     role("command_shell", false),
 ];
@@ -77,7 +77,9 @@ struct Outcome {
 
 fn site(t: &Target, dir: &std::path::Path) -> Site {
     let site = ansible::site(1, "ansible-targets");
-    site.edit("ansible.cfg", |c| c.replacen("[defaults]\n", &format!("[defaults]\nroles_path = {}\n", dir.display()), 1));
+    site.edit("ansible.cfg", |c| {
+        c.replacen("[defaults]\n", &format!("[defaults]\nroles_path = {}\n", dir.display()), 1)
+    });
     let host = &site.lab().hosts[0].name;
     site.edit("inventory.ini", |c| format!("{c}\n[testhost]\n{host}\n"));
     if t.playbooks.is_empty() {
@@ -141,7 +143,11 @@ fn copctl_outcome(t: &Target, dir: &std::path::Path) -> Outcome {
                     _ => {
                         out.recap[2] += 1;
                         out.failure.get_or_insert_with(|| {
-                            format!("{}: {}", ev["step"].as_str().unwrap_or("?"), ev["msg"].as_str().unwrap_or("").trim())
+                            format!(
+                                "{}: {}",
+                                ev["step"].as_str().unwrap_or("?"),
+                                ev["msg"].as_str().unwrap_or("").trim()
+                            )
                         });
                     }
                 }
@@ -186,7 +192,12 @@ fn ansible_outcome(t: &Target, dir: &std::path::Path) -> Outcome {
 }
 
 fn report_line(t: &Target, ours: &Outcome, theirs: &Outcome) -> String {
-    let r = |o: &Outcome| format!("ok={} changed={} failed={} skipped={} ignored={}", o.recap[0], o.recap[1], o.recap[2], o.recap[3], o.recap[4]);
+    let r = |o: &Outcome| {
+        format!(
+            "ok={} changed={} failed={} skipped={} ignored={}",
+            o.recap[0], o.recap[1], o.recap[2], o.recap[3], o.recap[4]
+        )
+    };
     let verdict = if !ours.refused.is_empty() {
         format!("refused by validate: {} problems, first: {}", ours.refused.len(), ours.refused[0])
     } else if let Some(f) = &ours.failure {

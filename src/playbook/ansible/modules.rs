@@ -1042,11 +1042,8 @@ pub fn translate(
                     "sha1, sha224, sha256, sha384, sha512 or md5",
                 ),
             );
-            // Ansible's defaults add mimetype/charset and attributes; copctl reports neither
-            // (a playbook reading them gets an undefined-variable error at that task).
-            for k in ["get_mime", "get_attributes", "get_md5"] {
-                a.flag(&[k]);
-            }
+            put(&mut out, "get_mime", a.flag(&["get_mime", "mime", "mime_type", "mime-type"]));
+            put(&mut out, "get_attributes", a.flag(&["get_attributes", "attr", "attributes"]));
             if !out.contains_key("path") {
                 a.missing("path");
             }
