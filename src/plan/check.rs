@@ -28,6 +28,11 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
             match &s.action {
                 Action::Stat(_) => v["stat"] = crate::steps::stat::placeholder(),
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
+                Action::Template(_) => {
+                    for k in ["dest", "checksum", "mode", "backup_file"] {
+                        v[k] = json!("");
+                    }
+                }
                 _ => {}
             }
             if s.def.loop_over.is_some() {

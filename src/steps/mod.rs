@@ -13,6 +13,7 @@
 //! template source (`Outcome::withhold`), each saying which secret variables it reads.
 
 mod args;
+mod backup;
 mod edit;
 mod source;
 mod transfer;
