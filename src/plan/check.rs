@@ -28,6 +28,10 @@ fn placeholders(pb: &Playbook) -> IndexMap<String, Value> {
             match &s.action {
                 Action::Stat(_) => v["stat"] = crate::steps::stat::placeholder(),
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
+                Action::File(_) => {
+                    v["path"] = json!("");
+                    v["appears_binary"] = json!(false);
+                }
                 Action::Template(_) => {
                     for k in ["dest", "checksum", "mode", "backup_file"] {
                         v[k] = json!("");

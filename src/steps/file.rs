@@ -49,6 +49,11 @@ pub struct FileArgs {
     pub modification_time_format: Option<String>,
     pub access_time: Option<String>,
     pub access_time_format: Option<String>,
+    /// Ansible's `attributes` (`chattr` flags): `+i`, `-i`, or `i`/`=i` for exactly those, set
+    /// when `lsattr` shows other flags (as Ansible compares them).
+    pub attributes: Option<String>,
+    /// Ansible's `_diff_peek`: only say whether the file looks binary (`appears_binary`).
+    pub diff_peek: Option<bool>,
 }
 
 /// A time to set: the host's clock now, or a local time (`YYYY-MM-DD HH:MM:SS`, read by the
@@ -97,6 +102,7 @@ impl FileArgs {
             && self.recurse != Some(true)
             && self.modification_time.as_deref().is_none_or(|t| t == "preserve")
             && self.access_time.as_deref().is_none_or(|t| t == "preserve")
+            && self.attributes.is_none()
     }
 }
 
@@ -124,6 +130,9 @@ impl Kind for FileArgs {
             (Ok(m), Ok(t)) => (m, t),
             (Err(e), _) | (_, Err(e)) => return Outcome::failed(e),
         };
+        if a.diff_peek == Some(true) {
+            return diff_peek(cx, &a.path).await;
+        }
         let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
         if a.plain()
             && state != FileState::Hard
@@ -143,6 +152,7 @@ impl Kind for FileArgs {
             cx.check as u8
         );
         s.push_str(&attrs_function(mode, symbolic.as_deref(), a.owner.as_deref(), a.group.as_deref()));
+        s.push_str(&chattr_function(a.attributes.as_deref()));
         s.push_str(&times_function(&times));
         if follow && matches!(state, FileState::File | FileState::Directory | FileState::Touch) {
             s.push_str("if [ -L \"$p\" ] && [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); fi\n");
@@ -226,7 +236,7 @@ impl Kind for FileArgs {
                 }
             }
             _ => {
-                s.push_str("attrs \"$p\"; settimes \"$p\"\n");
+                s.push_str("attrs \"$p\"; chattrs \"$p\"; settimes \"$p\"\n");
                 if a.recurse == Some(true) {
                     s.push_str(
                         "if [ -d \"$p\" ]; then find \"$p\" -mindepth 1 | while IFS= read -r d; do attrs \"$d\"; settimes \"$d\"; done; fi\n",
@@ -281,6 +291,43 @@ fn attrs_function(mode: Option<u32>, symbolic: Option<&str>, owner: Option<&str>
     }
     f.push_str(":\n}\n");
     f
+}
+
+/// `chattrs PATH`: Ansible's `set_attributes_if_different`: `chattr` when `lsattr -d` shows
+/// other flags than those given, and always to remove one.
+fn chattr_function(attributes: Option<&str>) -> String {
+    let Some(attrs) = attributes else { return "chattrs() { :; }\n".into() };
+    let (op, flags) = match attrs.chars().next() {
+        Some(c @ ('+' | '-')) => (c, &attrs[1..]),
+        _ => ('=', attrs),
+    };
+    if flags.is_empty() {
+        return "chattrs() { :; }\n".into();
+    }
+    format!(
+        "chattrs() {{ q=$1; [ -e \"$q\" ] || return 0; [ -L \"$q\" ] && return 0; \
+         ex=$(lsattr -d -- \"$q\" 2>/dev/null | cut -d' ' -f1 | tr -d -); \
+         if [ \"$ex\" != {f} ] || [ {op} = - ]; then do_ attributes 'chattr {op}'{f}' -- \"$q\"'; fi; }}\n",
+        f = shell_quote(flags),
+    )
+}
+
+/// Whether the file's first 8 KiB hold a NUL byte (`execute_diff_peek`); an unreadable file is
+/// text.
+async fn diff_peek(cx: &StepCtx<'_>, path: &str) -> Outcome {
+    let script = format!(
+        "p={}; n=$(head -c 8192 -- \"$p\" 2>/dev/null | wc -c); t=$(head -c 8192 -- \"$p\" 2>/dev/null | tr -d '\\000' | wc -c); \
+         [ \"$n\" = \"$t\" ] && echo text || echo binary",
+        shell_quote(path)
+    );
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    let mut o = Outcome::ok("");
+    o.result.insert("path".into(), serde_json::json!(path));
+    o.result.insert("appears_binary".into(), serde_json::json!(String::from_utf8_lossy(&out.stdout).trim() == "binary"));
+    o
 }
 
 /// `settimes PATH`: Ansible's `update_timestamp_for_file`: `now` always changes; a given time only

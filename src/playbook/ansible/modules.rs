@@ -641,11 +641,17 @@ pub fn translate(
                 out.insert("state".into(), json!("directory"));
             }
             put(&mut out, "state", state);
+            put(&mut out, "attributes", a.text(&["attributes", "attr"]));
+            // Ansible's own diff probe: any value asks for it.
+            if a.take(&["_diff_peek"]).is_some() {
+                out.insert("diff_peek".into(), json!(true));
+            }
             if !out.contains_key("path") {
                 a.missing("path");
             }
             a.finish(&[
                 "path",
+                "attributes",
                 "state",
                 "src",
                 "mode",
