@@ -157,6 +157,18 @@ impl Kind for FileArgs {
         if follow && matches!(state, FileState::File | FileState::Directory | FileState::Touch) {
             s.push_str("if [ -L \"$p\" ] && [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); fi\n");
         }
+        // What Ansible's `initial_diff` records: the state found (after following), as DIFF lines.
+        s.push_str(
+            "note() { printf 'DIFF\\t%s\\t%s\\t%s\\n' \"$1\" \"$2\" \"$3\"; }\n\
+             prev=absent; if [ -L \"$p\" ]; then prev=link; elif [ -d \"$p\" ]; then prev=directory; \
+             elif [ -e \"$p\" ]; then prev=file; [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && prev=hard; fi; note state \"$prev\" ''\n",
+        );
+        if state == FileState::Absent {
+            s.push_str(
+                "if [ $prev = directory ]; then find \"$p\" -mindepth 1 -type d | while IFS= read -r d; do note dir \"$d\" ''; done; \
+                 find \"$p\" -mindepth 1 ! -type d | while IFS= read -r d; do note file \"$d\" ''; done; fi\n",
+            );
+        }
         let created_dirs = "NEW=; c=$p; while [ ! -d \"$c\" ] && [ ! -L \"$c\" ]; do NEW=\"$c\n$NEW\"; c=$(dirname -- \"$c\"); done\n";
         match state {
             FileState::Absent => {
@@ -196,7 +208,7 @@ impl Kind for FileArgs {
                         "case \"$t\" in /*) abs=$t;; *) abs=$(dirname -- \"$p\")/$t;; esac\n\
                          if [ $FORCE = 0 ] && [ ! -e \"$abs\" ]; then \
                          fail \"src file does not exist, use \\\"force=yes\\\" if you really want to create the link: $abs\"; fi\n\
-                         if [ -L \"$p\" ]; then [ \"$(readlink -- \"$p\")\" = \"$t\" ] || do_ linked 'ln -sfnT -- \"$t\" \"$p\"'\n\
+                         if [ -L \"$p\" ]; then old=$(readlink -- \"$p\"); [ \"$old\" = \"$t\" ] || { note src \"$old\" \"$t\"; do_ linked 'ln -sfnT -- \"$t\" \"$p\"'; }\n\
                          elif [ -d \"$p\" ]; then \
                          [ $FORCE = 1 ] || fail \"refusing to convert from directory to symlink for $p\"; \
                          [ -z \"$(ls -A -- \"$p\")\" ] || fail \"the directory $p is not empty, refusing to convert it\"; \
@@ -255,8 +267,48 @@ impl Kind for FileArgs {
         let mut o =
             if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) };
         o.result.insert("path".into(), serde_json::json!(a.path));
+        if cx.diff {
+            o.result.insert("diff".into(), ansible_diff(&a.path, state, &String::from_utf8_lossy(&out.stdout)));
+        }
         o
     }
+}
+
+/// The module's `diff` result from the script's DIFF lines: path, the state found when it is
+/// not the one wanted (with what a removed directory held), link target, mode and times.
+fn ansible_diff(path: &str, state: FileState, stdout: &str) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let (mut before, mut after) = (Map::new(), Map::new());
+    before.insert("path".into(), json!(path));
+    after.insert("path".into(), json!(path));
+    let want = serde_json::to_value(state).unwrap_or_default();
+    let (mut dirs, mut files) = (vec![], vec![]);
+    for l in stdout.lines().filter_map(|l| l.strip_prefix("DIFF\t")) {
+        let mut f = l.splitn(3, '\t');
+        let (k, b, a) = (f.next().unwrap_or(""), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        let num = |t: &str| t.parse::<f64>().map(Value::from).unwrap_or_else(|_| json!(t));
+        match k {
+            "state" if json!(b) != want => {
+                before.insert("state".into(), json!(b));
+                after.insert("state".into(), want.clone());
+            }
+            "dir" => dirs.push(b.to_string()),
+            "file" => files.push(b.to_string()),
+            "mtime" | "atime" => {
+                before.insert(k.into(), num(b));
+                after.insert(k.into(), num(a));
+            }
+            "src" | "mode" => {
+                before.insert(k.into(), json!(b));
+                after.insert(k.into(), json!(a));
+            }
+            _ => {}
+        }
+    }
+    if before.get("state") == Some(&json!("directory")) && state == FileState::Absent {
+        before.insert("path_content".into(), json!({"directories": dirs, "files": files}));
+    }
+    json!({"before": before, "after": after})
 }
 
 /// `attrs PATH`: mode and owner made what the step says. A link gets its owner only (`chown
@@ -267,7 +319,7 @@ fn attrs_function(mode: Option<u32>, symbolic: Option<&str>, owner: Option<&str>
     );
     let mode_guard = "if [ \"${LINKATTRS:-0}\" = 0 ] && { [ $islink = 0 ] || [ \"${MODEONLY:-0}\" = 1 ]; }; then ";
     if let Some(m) = mode {
-        f.push_str(&format!("{mode_guard}[ \"$(stat -L -c %a -- \"$q\")\" = {m:o} ] || do_ mode 'chmod {m:o} -- \"$q\"'; fi\n"));
+        f.push_str(&format!("{mode_guard}cur=$(stat -L -c %a -- \"$q\"); [ \"$cur\" = {m:o} ] || {{ note mode \"0$cur\" 0{m:o}; do_ mode 'chmod {m:o} -- \"$q\"'; }}; fi\n"));
     }
     if let Some(sym) = symbolic {
         // What chmod makes of the current mode, worked out on a scratch copy of the same kind
@@ -275,7 +327,7 @@ fn attrs_function(mode: Option<u32>, symbolic: Option<&str>, owner: Option<&str>
         f.push_str(&format!(
             "{mode_guard}cur=$(stat -L -c %a -- \"$q\"); sd=$(mktemp -d); if [ -d \"$q\" ]; then mkdir \"$sd/x\"; else : > \"$sd/x\"; fi; \
              chmod \"$cur\" \"$sd/x\"; chmod {s} \"$sd/x\"; want=$(stat -c %a \"$sd/x\"); rm -rf \"$sd\"; \
-             [ \"$cur\" = \"$want\" ] || do_ mode 'chmod {s} -- \"$q\"'; fi\n",
+             [ \"$cur\" = \"$want\" ] || {{ note mode \"0$cur\" \"0$want\"; do_ mode 'chmod {s} -- \"$q\"'; }}; fi\n",
             s = shell_quote(sym)
         ));
     }
@@ -337,9 +389,11 @@ fn times_function(times: &(Option<Time>, Option<Time>)) -> String {
     for (t, flag, fmt, what) in [(&times.0, "-m", "%.9Y", "mtime"), (&times.1, "-a", "%.9X", "atime")] {
         match t {
             None => {}
-            Some(Time::Now) => f.push_str(&format!("do_ {what} 'touch {flag} -- \"$q\"'\n")),
+            Some(Time::Now) => f.push_str(&format!(
+                "note {what} \"$(stat -c {fmt} -- \"$q\")\" \"$(date +%s.%N)\"; do_ {what} 'touch {flag} -- \"$q\"'\n"
+            )),
             Some(Time::At(local)) => f.push_str(&format!(
-                "w=$(date -d {l} +%s) || fail {bad}; [ \"$(stat -c {fmt} -- \"$q\")\" = \"$w.000000000\" ] || do_ {what} \"touch {flag} -d @$w -- \\\"\\$q\\\"\"\n",
+                "w=$(date -d {l} +%s) || fail {bad}; c=$(stat -c {fmt} -- \"$q\"); [ \"$c\" = \"$w.000000000\" ] || note {what} \"$c\" \"$w\"; [ \"$c\" = \"$w.000000000\" ] || do_ {what} \"touch {flag} -d @$w -- \\\"\\$q\\\"\"\n",
                 l = shell_quote(local),
                 bad = shell_quote(&format!("cannot read the time {local}")),
             )),
@@ -377,6 +431,21 @@ mod tests {
         assert_eq!(symbolic_for_chmod("0644"), None);
         assert_eq!(symbolic_for_chmod("preserve"), None);
         assert_eq!(symbolic_for_chmod("u+q"), None);
+    }
+
+    #[test]
+    fn the_diff_is_ansibles_initial_diff_with_what_changed() {
+        let out = "DIFF\tstate\tdirectory\t\nDIFF\tdir\t/d/s\t\nDIFF\tfile\t/d/s/f\t\nCHANGED removed\n";
+        let d = ansible_diff("/d", FileState::Absent, out);
+        assert_eq!(d["before"]["state"], "directory");
+        assert_eq!(d["after"]["state"], "absent");
+        assert_eq!(d["before"]["path_content"], serde_json::json!({"directories": ["/d/s"], "files": ["/d/s/f"]}));
+        let out = "DIFF\tstate\tlink\t\nDIFF\tsrc\t/a/f\tf\n";
+        let d = ansible_diff("/a/l", FileState::Link, out);
+        assert!(d["before"].get("state").is_none());
+        assert_eq!((d["before"]["src"].as_str(), d["after"]["src"].as_str()), (Some("/a/f"), Some("f")));
+        let d = ansible_diff("/a/f", FileState::File, "DIFF\tstate\tfile\t\nDIFF\tmtime\t1.5\t2\n");
+        assert_eq!((d["after"].as_object().map(|m| m.len()), d["after"]["mtime"].as_f64()), (Some(2), Some(2.0)));
     }
 
     #[test]
