@@ -54,6 +54,9 @@ pub struct FileArgs {
     pub attributes: Option<String>,
     /// Ansible's `_diff_peek`: only say whether the file looks binary (`appears_binary`).
     pub diff_peek: Option<bool>,
+    /// `src` given without `state` in an Ansible playbook: only an existing link may be meant
+    /// (Ansible takes the path's own state, and `src` needs link or hard).
+    pub src_without_state: Option<bool>,
 }
 
 /// A time to set: the host's clock now, or a local time (`YYYY-MM-DD HH:MM:SS`, read by the
@@ -195,8 +198,14 @@ impl Kind for FileArgs {
                 }
             }
             FileState::Link => {
-                let Some(src) = &a.src else { return Outcome::failed("state: link needs src (the link's target)") };
+                let Some(src) = &a.src else { return Outcome::failed("src is required for creating new symlinks") };
                 s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8));
+                if a.src_without_state == Some(true) {
+                    s.push_str(
+                        "if [ $prev = hard ]; then fail \"$p is a hard link: give state: hard with src\"; \
+                         elif [ $prev != link ]; then fail \"src option requires state to be 'link' or 'hard'\"; fi\n",
+                    );
+                }
                 if a.force.is_none() {
                     s.push_str(
                         "if [ \"$(readlink \"$p\" 2>/dev/null)\" != \"$t\" ]; then \

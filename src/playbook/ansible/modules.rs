@@ -637,6 +637,9 @@ pub fn translate(
                 let (l, c) = a.at;
                 a.p.add(l, c, "file: recurse option requires state to be 'directory'".into(), "here", None);
             }
+            if out.contains_key("src") && state.is_none() {
+                out.insert("src_without_state".into(), json!(true));
+            }
             if recurse == Some(true) && state.is_none() {
                 out.insert("state".into(), json!("directory"));
             }
