@@ -651,6 +651,9 @@ fn add_filters(env: &mut Environment<'static>) {
         Ok(re.replace_all(&s, rep.as_str()).into_owned())
     });
     env.add_filter("basename", |s: String| -> String { s.rsplit('/').next().unwrap_or("").to_string() });
+    // Python's os.path.expanduser on the bastion, as Ansible's filter runs it: `~` and `~/...`
+    // are $HOME; `~user` and anything else stay as written.
+    env.add_filter("expanduser", |s: String| -> String { expanduser(&s, std::env::var("HOME").ok().as_deref()) });
     env.add_filter("dirname", |s: String| -> String {
         match s.rfind('/') {
             Some(0) => "/".into(),
@@ -671,6 +674,16 @@ fn add_filters(env: &mut Environment<'static>) {
 }
 
 /// Python's `shlex.quote`.
+fn expanduser(s: &str, home: Option<&str>) -> String {
+    match (s.strip_prefix('~'), home) {
+        (Some(rest), Some(h)) if rest.is_empty() || rest.starts_with('/') => {
+            let out = format!("{}{rest}", h.trim_end_matches('/'));
+            if out.is_empty() { "/".into() } else { out }
+        }
+        _ => s.to_string(),
+    }
+}
+
 pub fn shell_quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();
@@ -689,6 +702,16 @@ pub fn to_value<T: serde::Serialize>(v: T) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expanduser_is_pythons() {
+        assert_eq!(expanduser("~/x", Some("/root")), "/root/x");
+        assert_eq!(expanduser("~", Some("/home/a/")), "/home/a");
+        assert_eq!(expanduser("~", Some("/")), "/");
+        assert_eq!(expanduser("~bob/x", Some("/root")), "~bob/x");
+        assert_eq!(expanduser("/tmp/~", Some("/root")), "/tmp/~");
+        assert_eq!(expanduser("~/x", None), "~/x");
+    }
 
     #[test]
     fn lookups_read_the_bastions_environment_and_files() {
