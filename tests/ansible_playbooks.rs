@@ -231,7 +231,7 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=hard\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      no_log: true\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
@@ -262,20 +262,20 @@ Error:
   9 |         backup: yes
     :         ^^^|^^
     :            `-- this argument
- 10 |     - file: path=/x state=hard
+ 10 |     - file: path=/x state=gone
     `----
   help: copctl keeps no backup copies yet
 
 Error: 
-  x site.yml:10:21: file: state 'hard' is not supported
+  x site.yml:10:21: file: state 'gone' is not supported
     ,-[site.yml:10:21]
   9 |         backup: yes
- 10 |     - file: path=/x state=hard
+ 10 |     - file: path=/x state=gone
     :                     ^^|^^
     :                       `-- this argument
  11 |     - shell: echo
     `----
-  help: state: file, directory, absent, link, or touch with modification_time and access_time: preserve (Ansible's plain touch changes the times on every run)
+  help: state: file, directory, absent, link, hard or touch
 
 Error: 
   x site.yml:12:7: task keyword 'no_log' is not supported yet

@@ -61,7 +61,7 @@ const TARGETS: &[Target] = &[
     role("file", false),
     role("template", false),
     role("loops", false),
-    role("stat", false),
+    role("stat", true),
     role("copy", false),
     role("command_shell", false),
     plays(

@@ -35,6 +35,15 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
                     v["assertion"] = json!("");
                     v["evaluated_to"] = json!(false);
                 }
+                Action::File(_) => {
+                    v["path"] = json!("");
+                    v["appears_binary"] = json!(false);
+                }
+                Action::Template(_) => {
+                    for k in ["dest", "checksum", "mode", "backup_file"] {
+                        v[k] = json!("");
+                    }
+                }
                 _ => {}
             }
             if s.def.loop_over.is_some() {

@@ -18,6 +18,12 @@ pub struct StatArgs {
     pub get_checksum: Option<Flag>,
     /// sha1 (Ansible's default), sha224, sha256, sha384, sha512 or md5.
     pub checksum_algorithm: Option<String>,
+    /// Report `mimetype` and `charset` as `file --mime-type --mime-encoding` says (Ansible's
+    /// default: yes).
+    pub get_mime: Option<Flag>,
+    /// Report `attributes`, `attr_flags` and `version` as `lsattr -vd` says (Ansible's default:
+    /// yes).
+    pub get_attributes: Option<Flag>,
 }
 
 const ALGORITHMS: &[&str] = &["sha1", "sha224", "sha256", "sha384", "sha512", "md5"];
@@ -30,6 +36,8 @@ impl Kind for StatArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let follow = self.follow.as_ref().is_some_and(Flag::get);
         let hash = self.get_checksum.as_ref().is_none_or(Flag::get);
+        let mime = self.get_mime.as_ref().is_none_or(Flag::get);
+        let attrs = self.get_attributes.as_ref().is_none_or(Flag::get);
         let algo = self.checksum_algorithm.as_deref().unwrap_or("sha1");
         if !ALGORITHMS.contains(&algo) {
             return Outcome::failed(format!(
@@ -42,11 +50,16 @@ impl Kind for StatArgs {
              stat {l}-c '%f|%u|%g|%U|%G|%s|%.9X|%.9Y|%.9Z|%i|%d|%h|%b|%B|%t|%T' -- \"$p\" || exit 1; \
              a=; [ -r \"$p\" ] && a=r; [ -w \"$p\" ] && a=${{a}}w; [ -x \"$p\" ] && a=${{a}}x; echo \"|$a\"; \
              if [ -L \"$p\" ]; then readlink -- \"$p\"; readlink -f -- \"$p\"; else echo; echo; fi; \
-             if {h} [ -f \"$p\" ] && {{ {f} [ ! -L \"$p\" ]; }} && [ -r \"$p\" ]; then {algo}sum < \"$p\"; fi",
+             if {h} [ -f \"$p\" ] && {{ {f} [ ! -L \"$p\" ]; }} && [ -r \"$p\" ]; then {algo}sum < \"$p\"; else echo; fi; \
+             {m}; {a}",
             p = shell_quote(&self.path),
             l = if follow { "-L " } else { "" },
             h = if hash { "" } else { "false &&" },
             f = if follow { "true ||" } else { "" },
+            // As Ansible runs them: `file` on the path itself (a link reads as inode/symlink even
+            // with follow), either tool missing or failing leaves its keys at Ansible's defaults.
+            m = if mime { "printf 'M:'; file --mime-type --mime-encoding \"$p\" 2>/dev/null || echo" } else { ":" },
+            a = if attrs { "printf 'A:'; lsattr -vd \"$p\" 2>/dev/null || echo" } else { ":" },
         );
         let out = match cx.sh(&script, None).await {
             Ok(o) => o,
@@ -76,7 +89,7 @@ impl Kind for StatArgs {
 /// What a `stat` result looks like before the step runs (for the plan's template checks): an
 /// existing link, so that every key a playbook may read is there.
 pub fn placeholder() -> Value {
-    let line = "a1ff|0|0|root|root|0|0|0|0|0|0|1|0|4096|0|0\n|rwx\n-\n-\n0\n";
+    let line = "a1ff|0|0|root|root|0|0|0|0|0|0|1|0|4096|0|0\n|rwx\n-\n-\n0\nM:-: text/plain; charset=us-ascii\nA:\n";
     let mut v = parse("-", line).unwrap_or_default();
     v["checksum"] = json!("");
     v
@@ -100,6 +113,8 @@ fn parse(path: &str, text: &str) -> Option<Value> {
     let target = lines.next().unwrap_or("");
     let source = lines.next().unwrap_or("");
     let checksum = lines.next().and_then(|l| l.split_whitespace().next()).map(str::to_string);
+    let rest: Vec<&str> = lines.collect();
+    let tagged = |tag: &str| rest.iter().find_map(|l| l.strip_prefix(tag));
     let ty = raw & 0o170000;
     let bit = |b: u32| raw & b != 0;
     let major = u64::from_str_radix(f[14], 16).unwrap_or(0);
@@ -162,8 +177,57 @@ fn parse(path: &str, text: &str) -> Option<Value> {
     if let Some(c) = checksum.filter(|c| !c.is_empty()) {
         m.insert("checksum".into(), json!(c));
     }
+    if let Some(out) = tagged("M:") {
+        // Ansible's own parse: the text after the last ':' is `type; charset=enc`.
+        let parsed = out.rsplit_once(':').and_then(|(_, r)| {
+            let (ty, cs) = r.split_once(';')?;
+            Some((ty.trim().to_string(), cs.split_once('=')?.1.trim().to_string()))
+        });
+        let (ty, cs) = parsed.unwrap_or_else(|| ("unknown".into(), "unknown".into()));
+        m.insert("mimetype".into(), json!(ty));
+        m.insert("charset".into(), json!(cs));
+    }
+    if let Some(out) = tagged("A:") {
+        let mut words = out.split_whitespace();
+        let (version, flags) = match (words.next(), words.next()) {
+            (Some(v), Some(f)) => (json!(v), f.replace('-', "")),
+            _ => (Value::Null, String::new()),
+        };
+        let names: Vec<&str> = flags.chars().filter_map(attribute_name).collect();
+        m.insert("version".into(), version);
+        m.insert("attr_flags".into(), json!(flags));
+        m.insert("attributes".into(), json!(names));
+    }
     Some(Value::Object(m))
 }
+
+/// The name Ansible gives an `lsattr` flag (module_utils/common/file.py's FILE_ATTRIBUTES).
+pub fn attribute_name(flag: char) -> Option<&'static str> {
+    ATTRIBUTES.iter().find(|(f, _)| *f == flag).map(|(_, n)| *n)
+}
+
+pub const ATTRIBUTES: &[(char, &str)] = &[
+    ('A', "noatime"),
+    ('a', "append"),
+    ('c', "compressed"),
+    ('C', "nocow"),
+    ('d', "nodump"),
+    ('D', "dirsync"),
+    ('e', "extents"),
+    ('E', "encrypted"),
+    ('h', "blocksize"),
+    ('i', "immutable"),
+    ('I', "indexed"),
+    ('j', "journalled"),
+    ('N', "inline"),
+    ('s', "zero"),
+    ('S', "synchronous"),
+    ('t', "notail"),
+    ('T', "blockroot"),
+    ('u', "undelete"),
+    ('X', "compressedraw"),
+    ('Z', "compresseddirty"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -185,5 +249,13 @@ mod tests {
         assert_eq!((s["islnk"].as_bool(), s["lnk_target"].as_str(), s["lnk_source"].as_str()), (Some(true), Some("x"), Some("/etc/x")));
         assert!(s.get("checksum").is_none());
         assert_eq!(parse("/nope", "absent\n"), Some(json!({"exists": false})));
+        let tagged = format!("{}\nM:/t/a:b.txt: text/plain; charset=us-ascii\nA:0 ----i---e--- /t/a:b.txt\n", &file[..file.len() - 1]);
+        let s = parse("/t/a:b.txt", &tagged).expect("parsed");
+        assert_eq!((s["mimetype"].as_str(), s["charset"].as_str()), (Some("text/plain"), Some("us-ascii")));
+        assert_eq!((s["version"].as_str(), s["attr_flags"].as_str()), (Some("0"), Some("ie")));
+        assert_eq!(s["attributes"], json!(["immutable", "extents"]));
+        let failed = parse("/x", &format!("{}\nM:\nA:\n", &file[..file.len() - 1])).expect("parsed");
+        assert_eq!((failed["mimetype"].as_str(), failed["version"].is_null()), (Some("unknown"), true));
+        assert_eq!(failed["attributes"], json!([]));
     }
 }

@@ -1,9 +1,13 @@
-//! `template`: a template file rendered for the host and put in place like `copy` content.
+//! `template`: a template file rendered for the host and put in place like `copy` content; with
+//! Ansible's template arguments: its own Jinja settings (`syntax`), `output_encoding`, a dest
+//! that is a directory, `follow`, `backup`, and the source's mode (`mode: preserve`).
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use super::transfer::ensure_content;
 use super::{Guards, Kind, Mode, Outcome, StepCtx};
+use crate::template::{Syntax, shell_quote};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -13,6 +17,16 @@ pub struct TemplateArgs {
     pub mode: Option<Mode>,
     pub owner: Option<String>,
     pub group: Option<String>,
+    /// trim_blocks, lstrip_blocks, delimiters, newline_sequence (Ansible's defaults when absent).
+    pub syntax: Option<Syntax>,
+    /// The file's encoding (Ansible's default: utf-8).
+    pub output_encoding: Option<String>,
+    /// A dest that is a link: write the file it points at, keeping the link.
+    pub follow: Option<bool>,
+    /// Copy the file as it was beside it before changing it (`backup_file` in the result).
+    pub backup: Option<bool>,
+    /// The mode of the template file itself (Ansible's `mode: preserve`).
+    pub preserve_mode: Option<bool>,
 }
 
 impl Kind for TemplateArgs {
@@ -22,10 +36,140 @@ impl Kind for TemplateArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
-        let text = match cx.templates.render_file(&a.src, cx.vars) {
+        let syntax = a.syntax.clone().unwrap_or_default();
+        let text = match cx.templates.render_file_with(&a.src, cx.vars, &syntax) {
             Ok(t) => t,
             Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::template::describe_error(&e))),
         };
-        ensure_content(cx, &a.dest, text.into_bytes(), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
+        let bytes = match encode(&text, a.output_encoding.as_deref().unwrap_or("")) {
+            Ok(b) => b,
+            Err(e) => return Outcome::failed(e),
+        };
+        let mode = if a.preserve_mode == Some(true) {
+            match source_mode(&cx.local_dir.join(&a.src)) {
+                Ok(m) => Some(Mode::from(format!("{m:04o}").as_str())),
+                Err(e) => return Outcome::failed(e),
+            }
+        } else {
+            a.mode.clone()
+        };
+        let dest = match where_to(cx, a).await {
+            Ok(d) => d,
+            Err(o) => return o,
+        };
+        let sha1 = hex_sha1(&bytes);
+        let backup = if a.backup == Some(true) && !cx.check {
+            match backup_if_changing(cx, &dest, &bytes).await {
+                Ok(b) => b,
+                Err(o) => return o,
+            }
+        } else {
+            None
+        };
+        let mut o = ensure_content(cx, &dest, bytes, mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+        // Ansible's `checksum` is the file's sha1 (what `stat` reports by default).
+        o.result.insert("checksum".into(), json!(sha1));
+        if let Some(m) = mode.as_ref().and_then(|m| m.bits().ok()) {
+            o.result.insert("mode".into(), json!(format!("{m:04o}")));
+        }
+        if let Some(b) = backup {
+            o.result.insert("backup_file".into(), json!(b));
+        }
+        o
+    }
+}
+
+/// The text as bytes in `encoding` (Python's codec names; empty: utf-8). A character the
+/// encoding cannot hold fails, as Python's strict encoding does.
+fn encode(text: &str, encoding: &str) -> Result<Vec<u8>, String> {
+    let name = encoding.trim().to_ascii_lowercase().replace('_', "-");
+    match name.as_str() {
+        "" | "utf-8" | "utf8" => return Ok(text.as_bytes().to_vec()),
+        "utf-16-le" | "utf-16le" => return Ok(text.encode_utf16().flat_map(u16::to_le_bytes).collect()),
+        "utf-16-be" | "utf-16be" => return Ok(text.encode_utf16().flat_map(u16::to_be_bytes).collect()),
+        // Python's utf-16 writes a byte-order mark, then the machine's order (little-endian).
+        "utf-16" | "utf16" => {
+            return Ok([0xff, 0xfe].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect());
+        }
+        _ => {}
+    }
+    let Some(enc) = encoding_rs::Encoding::for_label(name.as_bytes()).filter(|e| e.output_encoding() == *e) else {
+        return Err(format!("output_encoding '{encoding}' is not an encoding copctl can write"));
+    };
+    let (bytes, _, unmappable) = enc.encode(text);
+    if unmappable {
+        return Err(format!("output_encoding '{encoding}': the rendered text has characters {encoding} cannot encode"));
+    }
+    Ok(bytes.into_owned())
+}
+
+fn source_mode(path: &std::path::Path) -> Result<u32, String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .map_err(|e| format!("mode: preserve: cannot read {}: {e}", path.display()))
+}
+
+fn hex_sha1(bytes: &[u8]) -> String {
+    use sha1::Digest;
+    sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the file goes, as Ansible's copy decides: into a directory under the template's own
+/// name, and through a link to what it points at with `follow`.
+async fn where_to(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<String, Outcome> {
+    use crate::transport::PathKind;
+    let follow = a.follow == Some(true);
+    let name = std::path::Path::new(&a.src).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(Ok(info)) = cx.conn.lstat(&a.dest).await {
+        match info.map(|i| i.kind) {
+            Some(PathKind::Directory) => return Ok(format!("{}/{name}", a.dest.trim_end_matches('/'))),
+            Some(PathKind::Link) if follow => {}
+            _ => return Ok(a.dest.clone()),
+        }
+    }
+    let script = format!(
+        "d={d}; if [ -d \"$d\" ] && {{ [ ! -L \"$d\" ] || [ {f} = 1 ]; }}; then d=\"${{d%/}}/\"{n}; fi; \
+         if [ {f} = 1 ] && [ -L \"$d\" ]; then d=$(readlink -f -- \"$d\"); fi; printf '%s' \"$d\"",
+        d = shell_quote(&a.dest),
+        f = follow as u8,
+        n = shell_quote(&name),
+    );
+    let out = cx.sh(&script, None).await?;
+    if !out.success() {
+        return Err(Outcome::failed(format!("{}: {}", a.dest, String::from_utf8_lossy(&out.stderr).trim())));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Ansible's copy backs the file up only when its content changes.
+async fn backup_if_changing(cx: &StepCtx<'_>, dest: &str, bytes: &[u8]) -> Result<Option<String>, Outcome> {
+    use super::transfer::{Hash, stat_hashing};
+    use sha2::Digest;
+    let Some(cur) = stat_hashing(cx, dest, Hash::IfSize(bytes.len() as u64), false).await? else { return Ok(None) };
+    let want: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    if cur.kind != "file" || cur.sha256.as_deref() == Some(want.as_str()) {
+        return Ok(None);
+    }
+    super::backup::backup_local(cx, dest).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_encodings_are_pythons() {
+        assert_eq!(encode("é€", "").unwrap(), "é€".as_bytes());
+        assert_eq!(encode("é€", "windows-1252").unwrap(), vec![0xe9, 0x80]);
+        assert_eq!(encode("a", "utf-16").unwrap(), vec![0xff, 0xfe, b'a', 0]);
+        assert!(encode("€", "iso-8859-15").is_ok());
+        assert!(encode("ā", "windows-1252").unwrap_err().contains("cannot encode"));
+        assert!(encode("a", "klingon").unwrap_err().contains("not an encoding"));
+    }
+
+    #[test]
+    fn checksum_is_sha1_as_ansible_reports_it() {
+        assert_eq!(hex_sha1(b"hello world"), "2aae6c35c94fcfb415dbe95f408b9ce91ee846ed");
     }
 }

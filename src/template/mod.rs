@@ -57,6 +57,22 @@ impl Object for HostVars {
     }
 }
 
+/// A template file's own Jinja settings (Ansible's template module arguments); `None`: Ansible's
+/// default (trim_blocks on, lstrip_blocks off, Jinja2's delimiters, `\n`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Syntax {
+    pub trim_blocks: Option<bool>,
+    pub lstrip_blocks: Option<bool>,
+    pub newline_sequence: Option<String>,
+    pub block_start_string: Option<String>,
+    pub block_end_string: Option<String>,
+    pub variable_start_string: Option<String>,
+    pub variable_end_string: Option<String>,
+    pub comment_start_string: Option<String>,
+    pub comment_end_string: Option<String>,
+}
+
 pub struct Templates {
     env: Arc<Environment<'static>>,
     override_dir: Option<PathBuf>,
@@ -125,6 +141,33 @@ impl Templates {
 
     pub fn render_file(&self, name: &str, ctx: &Value) -> Result<String, minijinja::Error> {
         self.env.get_template(name)?.render(ctx)
+    }
+
+    /// Renders a template file with its own Jinja settings (the template module's
+    /// `trim_blocks`, delimiters, `newline_sequence`); the defaults render as `render_file`.
+    pub fn render_file_with(&self, name: &str, ctx: &Value, o: &Syntax) -> Result<String, minijinja::Error> {
+        if *o == Syntax::default() {
+            return self.render_file(name, ctx);
+        }
+        let mut b = minijinja::syntax::SyntaxConfig::builder();
+        b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
+        b.keep_trailing_newline(true);
+        let pick = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_string());
+        b.block_delimiters(pick(&o.block_start_string, "{%"), pick(&o.block_end_string, "%}"));
+        b.variable_delimiters(pick(&o.variable_start_string, "{{"), pick(&o.variable_end_string, "}}"));
+        b.comment_delimiters(pick(&o.comment_start_string, "{#"), pick(&o.comment_end_string, "#}"));
+        let mut env = (*self.env).clone();
+        env.set_syntax(b.build()?);
+        let source = self
+            .source(name)
+            .ok_or_else(|| minijinja::Error::new(ErrorKind::TemplateNotFound, format!("template {name} not found")))?;
+        // Jinja2 turns every newline of the template's text into newline_sequence (values put
+        // in by expressions keep theirs).
+        let source = match o.newline_sequence.as_deref() {
+            None | Some("\n") => source,
+            Some(seq) => source.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
+        };
+        env.render_named_str(name, &source, ctx)
     }
 
     /// Renders a string when it holds template syntax; plain strings pass through untouched.
@@ -637,6 +680,9 @@ fn add_filters(env: &mut Environment<'static>) {
         Ok(re.replace_all(&s, rep.as_str()).into_owned())
     });
     env.add_filter("basename", |s: String| -> String { s.rsplit('/').next().unwrap_or("").to_string() });
+    // Python's os.path.expanduser on the bastion, as Ansible's filter runs it: `~` and `~/...`
+    // are $HOME; `~user` and anything else stay as written.
+    env.add_filter("expanduser", |s: String| -> String { expanduser(&s, std::env::var("HOME").ok().as_deref()) });
     env.add_filter("dirname", |s: String| -> String {
         match s.rfind('/') {
             Some(0) => "/".into(),
@@ -657,6 +703,16 @@ fn add_filters(env: &mut Environment<'static>) {
 }
 
 /// Python's `shlex.quote`.
+fn expanduser(s: &str, home: Option<&str>) -> String {
+    match (s.strip_prefix('~'), home) {
+        (Some(rest), Some(h)) if rest.is_empty() || rest.starts_with('/') => {
+            let out = format!("{}{rest}", h.trim_end_matches('/'));
+            if out.is_empty() { "/".into() } else { out }
+        }
+        _ => s.to_string(),
+    }
+}
+
 pub fn shell_quote(s: &str) -> String {
     if s.is_empty() {
         return "''".into();
@@ -675,6 +731,16 @@ pub fn to_value<T: serde::Serialize>(v: T) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expanduser_is_pythons() {
+        assert_eq!(expanduser("~/x", Some("/root")), "/root/x");
+        assert_eq!(expanduser("~", Some("/home/a/")), "/home/a");
+        assert_eq!(expanduser("~", Some("/")), "/");
+        assert_eq!(expanduser("~bob/x", Some("/root")), "~bob/x");
+        assert_eq!(expanduser("/tmp/~", Some("/root")), "/tmp/~");
+        assert_eq!(expanduser("~/x", None), "~/x");
+    }
 
     #[test]
     fn lookups_read_the_bastions_environment_and_files() {

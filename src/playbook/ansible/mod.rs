@@ -971,9 +971,9 @@ mod tests {
         assert_eq!(
             src,
             [
-                r#"file: {"path":"/x","mode":"0755"}"#,
+                r#"file: {"path":"/x","mode":"0755","force":false,"follow":true}"#,
                 // Decimal 644, as Ansible applies it.
-                r#"file: {"path":"/y","mode":"1204"}"#,
+                r#"file: {"path":"/y","mode":"1204","force":false,"follow":true}"#,
                 "echo 'a b' '$HOME'",
                 r#"assert: {"that":["false"],"fail_msg":"stop"}"#,
                 r#"package: {"name":["a","b"],"state":"present"}"#,

@@ -359,6 +359,49 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// The template module's own arguments: its Jinja settings, `output_encoding`, `follow` and
+/// `backup`.
+fn template_args(a: &mut Args, out: &mut Map<String, Value>) {
+    let mut syntax = Map::new();
+    for k in ["trim_blocks", "lstrip_blocks"] {
+        put(&mut syntax, k, a.bool_literal(&[k]));
+    }
+    for k in [
+        "block_start_string",
+        "block_end_string",
+        "variable_start_string",
+        "variable_end_string",
+        "comment_start_string",
+        "comment_end_string",
+    ] {
+        put(&mut syntax, k, a.text(&[k]));
+    }
+    // As Ansible's action: the escaped forms `\n`, `\r`, `\r\n` mean the characters.
+    let at = a.items.iter().find(|x| x.name == "newline_sequence").map(|x| (x.line, x.column));
+    if let Some(seq) = a.text(&["newline_sequence"]) {
+        let seq = seq.replace("\\r", "\r").replace("\\n", "\n");
+        if ["\n", "\r", "\r\n"].contains(&seq.as_str()) {
+            syntax.insert("newline_sequence".into(), json!(seq));
+        } else {
+            let (l, c) = at.unwrap_or(a.at);
+            a.p.add_len(
+                l,
+                c,
+                16,
+                "template: newline_sequence needs to be one of: \\n, \\r or \\r\\n".into(),
+                "this argument",
+                None,
+            );
+        }
+    }
+    if !syntax.is_empty() {
+        out.insert("syntax".into(), Value::Object(syntax));
+    }
+    put(out, "output_encoding", a.text(&["output_encoding"]));
+    put(out, "follow", a.bool_literal(&["follow"]));
+    put(out, "backup", a.bool_literal(&["backup"]));
+}
+
 /// Sets `key` in `m` when `v` is given.
 fn put(m: &mut Map<String, Value>, key: &str, v: Option<impl Into<Value>>) {
     if let Some(v) = v {
@@ -437,13 +480,20 @@ pub fn translate(
             let mut a = Args::new(p, name, node, extra, None);
             let src = a.take(&["src"]);
             let dest = a.text(&["dest"]);
-            put(&mut out, "mode", a.mode());
+            let mode = a.mode();
+            if name == "template" && mode.as_deref() == Some("preserve") {
+                out.insert("preserve_mode".into(), json!(true));
+            } else {
+                put(&mut out, "mode", mode);
+            }
             put(&mut out, "owner", a.text(&["owner"]));
             put(&mut out, "group", a.text(&["group"]));
             if name == "copy" {
                 put(&mut out, "content", a.text(&["content"]));
+                a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+            } else {
+                template_args(&mut a, &mut out);
             }
-            a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
             a.default_only("force", json!(true), "copctl always puts the content in place");
             if name == "copy" {
                 a.default_only("remote_src", json!(false), "copctl copies from the controller only");
@@ -451,7 +501,25 @@ pub fn translate(
             let takes: &[&str] = if name == "copy" {
                 &["src", "content", "dest", "mode", "owner", "group"]
             } else {
-                &["src", "dest", "mode", "owner", "group"]
+                &[
+                    "src",
+                    "dest",
+                    "mode",
+                    "owner",
+                    "group",
+                    "backup",
+                    "follow",
+                    "output_encoding",
+                    "trim_blocks",
+                    "lstrip_blocks",
+                    "newline_sequence",
+                    "block_start_string",
+                    "block_end_string",
+                    "variable_start_string",
+                    "variable_end_string",
+                    "comment_start_string",
+                    "comment_end_string",
+                ]
             };
             if let Some(src) = src {
                 match &src.value {
@@ -507,7 +575,7 @@ pub fn translate(
                 a.missing(if name == "template" { "src" } else { "src or content" });
             }
             match &dest {
-                Some(d) if d.ends_with('/') => {
+                Some(d) if d.ends_with('/') && name == "copy" => {
                     let (l, c) = a.at;
                     a.p.add(
                         l,
@@ -529,11 +597,14 @@ pub fn translate(
             let mut a = Args::new(p, name, node, extra, None);
             put(&mut out, "path", a.text(&["path", "dest", "name"]));
             put(&mut out, "src", a.text(&["src"]));
-            put(&mut out, "mode", a.mode());
+            match a.mode() {
+                Some(m) if crate::steps::file::symbolic_for_chmod(&m).is_some() => {
+                    out.insert("symbolic_mode".into(), json!(m));
+                }
+                m => put(&mut out, "mode", m),
+            }
             put(&mut out, "owner", a.text(&["owner"]));
             put(&mut out, "group", a.text(&["group"]));
-            let touch_help = "state: file, directory, absent, link, or touch with modification_time and \
-                              access_time: preserve (Ansible's plain touch changes the times on every run)";
             let state = a.choice(
                 &["state"],
                 &[
@@ -541,44 +612,62 @@ pub fn translate(
                     ("directory", "directory"),
                     ("absent", "absent"),
                     ("link", "link"),
+                    ("hard", "hard"),
                     ("touch", "touch"),
                 ],
-                touch_help,
+                "state: file, directory, absent, link, hard or touch",
             );
-            let mtime = a.text(&["modification_time"]);
-            let atime = a.text(&["access_time"]);
-            if state.as_deref() == Some("touch")
-                && (mtime.as_deref() != Some("preserve") || atime.as_deref() != Some("preserve"))
-            {
-                let (l, c) = a.at;
-                a.p.add(
-                    l,
-                    c,
-                    "file: state 'touch' updates the times on every run (changed each time); copctl's touch only creates".into(),
-                    "here",
-                    Some("add modification_time: preserve and access_time: preserve, which is what copctl does".into()),
-                );
-            } else if state.as_deref() != Some("touch") && (mtime.is_some() || atime.is_some()) {
-                let (l, c) = a.at;
-                a.p.add(
-                    l,
-                    c,
-                    "file: modification_time and access_time are supported with state: touch only".into(),
-                    "here",
-                    None,
-                );
+            // Ansible's defaults where copctl's native ones differ (see steps/file.rs): force
+            // off, follow on, and touch sets both times to now (changed on every run).
+            out.insert("force".into(), json!(a.bool_literal(&["force"]).unwrap_or(false)));
+            out.insert("follow".into(), json!(a.bool_literal(&["follow"]).unwrap_or(true)));
+            let recurse = a.bool_literal(&["recurse"]);
+            put(&mut out, "recurse", recurse);
+            for k in ["modification_time", "access_time"] {
+                let v = a.text(&[k]);
+                let v = v.or_else(|| (state.as_deref() == Some("touch")).then(|| "now".to_string()));
+                put(&mut out, k, v);
+                put(&mut out, &format!("{k}_format"), a.text(&[&format!("{k}_format")]));
             }
-            if out.contains_key("src") && state.as_deref() != Some("link") {
+            if out.contains_key("src") && !matches!(state.as_deref(), Some("link" | "hard") | None) {
                 let (l, c) = a.at;
-                a.p.add(l, c, "file: src is supported with state: link only".into(), "here", None);
+                a.p.add(l, c, "file: src option requires state to be 'link' or 'hard'".into(), "here", None);
+            }
+            if recurse == Some(true) && !matches!(state.as_deref(), Some("directory") | None) {
+                let (l, c) = a.at;
+                a.p.add(l, c, "file: recurse option requires state to be 'directory'".into(), "here", None);
+            }
+            if out.contains_key("src") && state.is_none() {
+                out.insert("src_without_state".into(), json!(true));
+            }
+            if recurse == Some(true) && state.is_none() {
+                out.insert("state".into(), json!("directory"));
             }
             put(&mut out, "state", state);
-            a.default_only("recurse", json!(false), "setting attributes recursively is not supported yet");
-            a.default_only("force", json!(false), "copctl replaces nothing that is in the way");
+            put(&mut out, "attributes", a.text(&["attributes", "attr"]));
+            // Ansible's own diff probe: any value asks for it.
+            if a.take(&["_diff_peek"]).is_some() {
+                out.insert("diff_peek".into(), json!(true));
+            }
             if !out.contains_key("path") {
                 a.missing("path");
             }
-            a.finish(&["path", "state", "src", "mode", "owner", "group", "modification_time", "access_time"]);
+            a.finish(&[
+                "path",
+                "attributes",
+                "state",
+                "src",
+                "mode",
+                "owner",
+                "group",
+                "force",
+                "follow",
+                "recurse",
+                "modification_time",
+                "modification_time_format",
+                "access_time",
+                "access_time_format",
+            ]);
             "file"
         }
         "lineinfile" | "blockinfile" => {
@@ -1085,11 +1174,8 @@ pub fn translate(
                     "sha1, sha224, sha256, sha384, sha512 or md5",
                 ),
             );
-            // Ansible's defaults add mimetype/charset and attributes; copctl reports neither
-            // (a playbook reading them gets an undefined-variable error at that task).
-            for k in ["get_mime", "get_attributes", "get_md5"] {
-                a.flag(&[k]);
-            }
+            put(&mut out, "get_mime", a.flag(&["get_mime", "mime", "mime_type", "mime-type"]));
+            put(&mut out, "get_attributes", a.flag(&["get_attributes", "attr", "attributes"]));
             if !out.contains_key("path") {
                 a.missing("path");
             }
