@@ -55,9 +55,9 @@ const TESTHOST: &str = "testhost\nlocalhost\n";
 
 const TARGETS: &[Target] = &[
     role("assert", false),
-    role("blockinfile", false),
-    role("lineinfile", false),
-    role("replace", false),
+    role("blockinfile", true),
+    role("lineinfile", true),
+    role("replace", true),
     role("file", false),
     role("template", false),
     role("loops", false),
@@ -125,7 +125,7 @@ const TARGETS: &[Target] = &[
 ];
 
 /// The targets CI runs.
-const SMOKE: &[&str] = &["replace"];
+const SMOKE: &[&str] = &["replace", "stat"];
 
 const KEYS: [&str; 6] = ["ok", "changed", "failed", "skipped", "ignored", "rescued"];
 

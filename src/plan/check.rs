@@ -103,14 +103,26 @@ fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, V
     let mut out = base.clone();
     for s in pb.all_steps() {
         let Action::SetFact(m) = &s.action else { continue };
-        for (k, v) in m.iter() {
-            let Some(expr) = v.as_str().and_then(crate::template::single_expression) else { continue };
-            let ctx = site.context(pb, host, Arc::new(out.clone()));
-            if let Ok(r) = site.templates.eval(expr, &ctx)
-                && !r.is_undefined()
-                && let Ok(j) = serde_json::to_value(&r)
-            {
-                out.insert(k.clone(), j);
+        // Over a literal loop, once per item (a fact that accumulates gets all of them).
+        let var = crate::playbook::LoopControl::var(s.def.loop_control.as_ref());
+        let items: Vec<Option<&Value>> = match &s.def.loop_over {
+            Some(Value::Array(a)) => a.iter().map(Some).collect(),
+            _ => vec![None],
+        };
+        for item in items {
+            let mut ctx_vars = out.clone();
+            if let Some(i) = item {
+                ctx_vars.insert(var.to_string(), i.clone());
+            }
+            let ctx = site.context(pb, host, Arc::new(ctx_vars));
+            for (k, v) in m.iter() {
+                let Some(expr) = v.as_str().and_then(crate::template::single_expression) else { continue };
+                if let Ok(r) = site.templates.eval(expr, &ctx)
+                    && !r.is_undefined()
+                    && let Ok(j) = serde_json::to_value(&r)
+                {
+                    out.insert(k.clone(), j);
+                }
             }
         }
     }

@@ -115,7 +115,19 @@ impl Kind for FileArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let a = self;
+        // A leading `~` is the remote user's home, as the module's `path` type has it.
+        let expanded;
+        let a = if self.path.starts_with('~') {
+            match super::edit::expand_home(cx, &self.path).await {
+                Ok(path) => {
+                    expanded = Self { path, ..self.clone() };
+                    &expanded
+                }
+                Err(o) => return o,
+            }
+        } else {
+            self
+        };
         let q = shell_quote;
         let mode = match a.mode.as_ref().map(Mode::bits).transpose() {
             Ok(m) => m,

@@ -438,6 +438,30 @@ pub fn add(env: &mut Environment<'static>) {
     env.add_test("abs", |p: String| -> bool { p.starts_with('/') });
 }
 
+/// Python's methods in templates: pycompat's, plus the list methods it lacks that Ansible's
+/// templates call (`xs.index(x)`, `xs.count(x)`).
+pub fn python_method(
+    state: &mut minijinja::State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    use minijinja::value::ValueKind;
+    if value.kind() == ValueKind::Seq
+        && let ("index" | "count", [x]) = (method, args)
+    {
+        let items = items(value)?;
+        return match method {
+            "index" => match items.iter().position(|i| i == x) {
+                Some(p) => Ok(Value::from(p)),
+                None => Err(bad(format!("{x} is not in list"))),
+            },
+            _ => Ok(Value::from(items.iter().filter(|i| *i == x).count())),
+        };
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
 fn hash(data: &[u8], algo: &str) -> Result<String, Error> {
     use sha2::Digest;
     fn hex(b: &[u8]) -> String {
@@ -460,13 +484,22 @@ mod tests {
     fn render(t: &str) -> String {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(super::python_method);
         super::add(&mut env);
         env.render_str(
             t,
-            context! { hv => context! { a => context! { ip => "10.0.0.1" }, b => context! { ip => "10.0.0.2" } } },
+            context! { hv => context! { a => context! { ip => "10.0.0.1" }, b => context! { ip => "10.0.0.2" } }, xs => vec!["a", "b", "a"] },
         )
         .unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    #[test]
+    fn list_index_and_count_are_pythons() {
+        assert_eq!(
+            render("{{ xs.index('a') }} {{ xs.index('b') }} {{ xs.count('a') }} {{ 'a:b'.split(':') }}"),
+            "0 1 2 ['a', 'b']"
+        );
+        assert!(render("{{ xs.index('z') }}").contains("is not in list"), "{}", render("{{ xs.index('z') }}"));
     }
 
     #[test]

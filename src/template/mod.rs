@@ -123,7 +123,7 @@ impl Templates {
         filters::add(&mut env);
         // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
         // `d.items()`), which Ansible's templates call as Jinja2 lets them.
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(filters::python_method);
         Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default() }
     }
 
