@@ -350,7 +350,9 @@ fn ansible_core_integration_targets_run_under_copctl() {
                 }
             }
             let passed = ours.refused.is_empty() && ours.recap == theirs.recap && (oracle || ours.failure.is_none());
-            if t.passes && !passed {
+            // Without the oracle only the smoke targets (which fail nothing) can be judged: a
+            // target's failed task may be Ansible's too (lineinfile's setfacl on the lab).
+            if t.passes && (oracle || SMOKE.contains(&t.name)) && !passed {
                 broken.insert(name, line);
             }
         }

@@ -14,20 +14,6 @@ use super::{Outcome, StepCtx, transport_outcome};
 use crate::template::shell_quote;
 use crate::transport::PutSource;
 
-/// A path as the modules take it (`type='path'`): a leading `~` is the remote user's home.
-pub(super) async fn expand_home(cx: &StepCtx<'_>, path: &str) -> Result<String, Outcome> {
-    let rest = match path.strip_prefix('~') {
-        Some(r) if r.is_empty() || r.starts_with('/') => r,
-        _ => return Ok(path.to_string()),
-    };
-    let out = cx.sh("printf '%s' \"$HOME\"", None).await?;
-    let home = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.success() || home.is_empty() {
-        return Err(Outcome::failed(format!("{path}: the remote user has no home directory to expand ~ to")));
-    }
-    Ok(format!("{home}{rest}"))
-}
-
 /// Reads the file (None when absent) and its mode.
 async fn read(cx: &StepCtx<'_>, path: &str) -> Result<Option<(String, u32)>, Outcome> {
     match stat(cx, path, false).await? {

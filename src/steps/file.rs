@@ -116,18 +116,11 @@ impl Kind for FileArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         // A leading `~` is the remote user's home, as the module's `path` type has it.
-        let expanded;
-        let a = if self.path.starts_with('~') {
-            match super::edit::expand_home(cx, &self.path).await {
-                Ok(path) => {
-                    expanded = Self { path, ..self.clone() };
-                    &expanded
-                }
-                Err(o) => return o,
-            }
-        } else {
-            self
+        let a = match super::home::with_home(cx, self, &self.path, |a, p| a.path = p).await {
+            Ok(a) => a,
+            Err(o) => return o,
         };
+        let a: &Self = &a;
         let q = shell_quote;
         let mode = match a.mode.as_ref().map(Mode::bits).transpose() {
             Ok(m) => m,

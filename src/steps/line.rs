@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::edit::{expand_home, 
+use super::edit::{
     Edit, Safeguards, lines_with_ends, module_diff, open_for_edit, python_expand, python_regex, search_line, set_mode,
     with_attrs_msg, write_guarded,
 };
@@ -57,15 +57,11 @@ impl Kind for LineArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let expanded;
-        let a = match expand_home(cx, &self.path).await {
-            Ok(p) if p != self.path => {
-                expanded = Self { path: p, ..self.clone() };
-                &expanded
-            }
-            Ok(_) => self,
+        let a = match super::home::with_home(cx, self, &self.path, |a, p| a.path = p).await {
+            Ok(a) => a,
             Err(o) => return o,
         };
+        let a: &Self = &a;
         if let Err(e) = a.check_rules() {
             return Outcome::failed(e);
         }

@@ -15,6 +15,7 @@
 mod args;
 mod backup;
 mod edit;
+mod home;
 mod source;
 mod transfer;
 mod validate;

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::edit::{expand_home, check_python_template, Edit, Safeguards, open_for_edit, python_regex, python_replacement, set_mode, with_attrs_msg, write_guarded};
+use super::edit::{check_python_template, Edit, Safeguards, open_for_edit, python_regex, python_replacement, set_mode, with_attrs_msg, write_guarded};
 use super::{Guards, Kind, Mode, Outcome, Presence, StepCtx};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -34,15 +34,11 @@ impl Kind for ReplaceArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let expanded;
-        let a = match expand_home(cx, &self.path).await {
-            Ok(p) if p != self.path => {
-                expanded = Self { path: p, ..self.clone() };
-                &expanded
-            }
-            Ok(_) => self,
+        let a = match super::home::with_home(cx, self, &self.path, |a, p| a.path = p).await {
+            Ok(a) => a,
             Err(o) => return o,
         };
+        let a: &Self = &a;
         let Edit { current, mode, text, file_mode } =
             match open_for_edit(cx, &a.path, Presence::Present, false, a.mode.as_ref()).await {
                 Ok(e) => e,

@@ -271,7 +271,7 @@ pub async fn ensure_file(
     owner: Option<&str>,
     group: Option<&str>,
 ) -> Outcome {
-    let dest = &match super::edit::expand_home(cx, dest).await {
+    let dest = &match super::home::expand_home(cx, dest).await {
         Ok(d) => d,
         Err(o) => return o,
     };
