@@ -10,7 +10,7 @@ if ! { [ -x "$venv/bin/ansible-inventory" ] && "$venv/bin/ansible-inventory" --v
   rm -rf "$venv"
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'ansible-core>=2.19,<2.22'
-  "$venv/bin/ansible" --version | head -1
+  "$venv/bin/ansible" --version | sed -n 1p  # reads all: head would close the pipe and fail ansible (EPIPE, exit 250)
 fi
 py=.peers/pyinfra
 if ! { [ -x "$py/bin/pyinfra" ] && "$py/bin/pyinfra" --version >/dev/null 2>&1; }; then
