@@ -8,7 +8,7 @@ mod address;
 mod file;
 mod ini;
 pub mod pattern;
-mod pyliteral;
+pub(crate) mod pyliteral;
 pub mod range;
 mod shlex;
 mod source;

@@ -320,7 +320,11 @@ fn inline_error(pb: &Playbook, step: &Step, host: &str, text: &str, e: &minijinj
 }
 
 fn template_file_error(name: &str, text: &str, host: &str, e: &minijinja::Error) -> Error {
-    let src = Source::new(format!("templates/{name}"), text);
-    let line = e.line().unwrap_or(1);
+    let shown = if std::path::Path::new(name).is_absolute() { name.to_string() } else { format!("templates/{name}") };
+    let src = Source::new(shown, text);
+    // The `#jinja2:` line is taken off before rendering: minijinja counts the lines after it
+    // (an error in that line itself has no line number).
+    let header = usize::from(text.starts_with("#jinja2:"));
+    let line = e.line().map_or(1, |l| l + header);
     src.error_at(line, 1, 0, format!("template for {host}: {}", describe_error(e)), "here", help_for(e))
 }

@@ -71,6 +71,66 @@ pub struct Syntax {
     pub variable_end_string: Option<String>,
     pub comment_start_string: Option<String>,
     pub comment_end_string: Option<String>,
+    /// The rest only come from a template's `#jinja2:` first line (no module argument sets them).
+    #[serde(skip)]
+    pub keep_trailing_newline: Option<bool>,
+    #[serde(skip)]
+    pub line_statement_prefix: Option<String>,
+    #[serde(skip)]
+    pub line_comment_prefix: Option<String>,
+}
+
+/// Ansible's `#jinja2:` first line: Jinja settings for this one template
+/// (`#jinja2: trim_blocks: False, variable_start_string: '[%'`), over the module's arguments;
+/// the line itself is not part of the text. Anything else there is Ansible's error too.
+fn header_overrides<'a>(source: &'a str, base: &Syntax) -> Result<(&'a str, Syntax), minijinja::Error> {
+    let Some(rest) = source.strip_prefix("#jinja2:") else { return Ok((source, base.clone())) };
+    let fail = |msg: String| minijinja::Error::new(ErrorKind::SyntaxError, msg);
+    let Some((line, body)) = rest.split_once('\n') else {
+        return Err(fail("missing newline after the '#jinja2:' override line".into()));
+    };
+    let mut o = base.clone();
+    for pair in line.split(',') {
+        let Some((key, val)) = pair.split_once(':') else {
+            return Err(fail(format!("'#jinja2:' override {:?}: no ':' between key and value", pair.trim())));
+        };
+        let (key, text) = (key.trim(), val.trim());
+        let value = crate::inventory::pyliteral::literal_eval(text);
+        let flag = |v: &Option<serde_json::Value>| match v {
+            Some(serde_json::Value::Bool(b)) => Ok(Some(*b)),
+            _ => Err(fail(format!("'#jinja2:' override {key}: {text} is not True or False"))),
+        };
+        let string = |v: &Option<serde_json::Value>| match v {
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            _ => Err(fail(format!("'#jinja2:' override {key}: {text} is not a quoted string"))),
+        };
+        match key {
+            "trim_blocks" => o.trim_blocks = flag(&value)?,
+            "lstrip_blocks" => o.lstrip_blocks = flag(&value)?,
+            "keep_trailing_newline" => o.keep_trailing_newline = flag(&value)?,
+            "newline_sequence" => o.newline_sequence = string(&value)?,
+            "block_start_string" => o.block_start_string = string(&value)?,
+            "block_end_string" => o.block_end_string = string(&value)?,
+            "variable_start_string" => o.variable_start_string = string(&value)?,
+            "variable_end_string" => o.variable_end_string = string(&value)?,
+            "comment_start_string" => o.comment_start_string = string(&value)?,
+            "comment_end_string" => o.comment_end_string = string(&value)?,
+            "line_statement_prefix" => o.line_statement_prefix = string(&value)?,
+            "line_comment_prefix" => o.line_comment_prefix = string(&value)?,
+            _ => return Err(fail(format!("'#jinja2:' override key '{key}' is not one of Jinja's settings"))),
+        }
+    }
+    Ok((body, o))
+}
+
+/// Ansible renders without Jinja's kept trailing newline (so `{% include %}` adds none), then
+/// gives the result as many trailing newlines as the template's text has.
+fn pad_trailing_newlines(source: &str, mut out: String, newline: &str) -> String {
+    let count = |s: &str| s.len() - s.trim_end_matches('\n').len();
+    for _ in count(&out)..count(source) {
+        out.push_str(newline);
+    }
+    out
 }
 
 pub struct Templates {
@@ -106,13 +166,10 @@ impl Templates {
     pub fn new(override_dir: Option<PathBuf>) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
-        // Ansible's template settings: trim_blocks on, trailing newline kept.
+        // Ansible's template settings: trim_blocks on; the trailing newlines are put back after
+        // rendering (`pad_trailing_newlines`), as Ansible does.
         env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(true)
-                .keep_trailing_newline(true)
-                .build()
-                .expect("valid syntax config"),
+            minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).build().expect("valid syntax config"),
         );
         // minijinja escapes by file name (`config.yaml.j2` would get JSON quoting); Ansible never
         // escapes, and config files must come out exactly as written.
@@ -140,34 +197,16 @@ impl Templates {
     }
 
     pub fn render_file(&self, name: &str, ctx: &Value) -> Result<String, minijinja::Error> {
-        self.env.get_template(name)?.render(ctx)
+        self.render_file_with(name, ctx, &Syntax::default())
     }
 
     /// Renders a template file with its own Jinja settings (the template module's
-    /// `trim_blocks`, delimiters, `newline_sequence`); the defaults render as `render_file`.
+    /// `trim_blocks`, delimiters, `newline_sequence`, then the file's `#jinja2:` line).
     pub fn render_file_with(&self, name: &str, ctx: &Value, o: &Syntax) -> Result<String, minijinja::Error> {
-        if *o == Syntax::default() {
-            return self.render_file(name, ctx);
-        }
-        let mut b = minijinja::syntax::SyntaxConfig::builder();
-        b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
-        b.keep_trailing_newline(true);
-        let pick = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_string());
-        b.block_delimiters(pick(&o.block_start_string, "{%"), pick(&o.block_end_string, "%}"));
-        b.variable_delimiters(pick(&o.variable_start_string, "{{"), pick(&o.variable_end_string, "}}"));
-        b.comment_delimiters(pick(&o.comment_start_string, "{#"), pick(&o.comment_end_string, "#}"));
-        let mut env = (*self.env).clone();
-        env.set_syntax(b.build()?);
         let source = self
             .source(name)
             .ok_or_else(|| minijinja::Error::new(ErrorKind::TemplateNotFound, format!("template {name} not found")))?;
-        // Jinja2 turns every newline of the template's text into newline_sequence (values put
-        // in by expressions keep theirs).
-        let source = match o.newline_sequence.as_deref() {
-            None | Some("\n") => source,
-            Some(seq) => source.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
-        };
-        env.render_named_str(name, &source, ctx)
+        render_text(&self.env, name, &source, ctx, o)
     }
 
     /// Renders a string when it holds template syntax; plain strings pass through untouched.
@@ -178,7 +217,7 @@ impl Templates {
         if !is_template(text) {
             return Ok(text.to_string());
         }
-        self.env.render_str(text, ctx)
+        render_text(&self.env, "<string>", text, ctx, &Syntax::default())
     }
 
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
@@ -248,6 +287,47 @@ fn lookup(kind: String, args: minijinja::value::Rest<String>) -> Result<Value, m
         ("env" | "file", _) => Err(fail(format!("lookup('{kind}', ...) takes one argument (env: and a default)"))),
         (other, _) => Err(fail(format!("lookup('{other}', ...): copctl has the env and file lookups"))),
     }
+}
+
+/// One template's text rendered as Ansible renders it: its `#jinja2:` line applied, Jinja's
+/// settings `o` (Ansible's defaults when none is set), the trailing newlines put back.
+fn render_text(
+    env: &Environment<'static>,
+    name: &str,
+    source: &str,
+    ctx: &Value,
+    o: &Syntax,
+) -> Result<String, minijinja::Error> {
+    // Ansible pads with the module's newline_sequence, not the `#jinja2:` line's.
+    let newline = o.newline_sequence.clone().unwrap_or_else(|| "\n".into());
+    let (body, o) = header_overrides(source, o)?;
+    let out = if o == Syntax::default() {
+        env.render_named_str(name, body, ctx)?
+    } else {
+        let mut b = minijinja::syntax::SyntaxConfig::builder();
+        b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
+        b.keep_trailing_newline(o.keep_trailing_newline.unwrap_or(false));
+        let pick = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_string());
+        b.block_delimiters(pick(&o.block_start_string, "{%"), pick(&o.block_end_string, "%}"));
+        b.variable_delimiters(pick(&o.variable_start_string, "{{"), pick(&o.variable_end_string, "}}"));
+        b.comment_delimiters(pick(&o.comment_start_string, "{#"), pick(&o.comment_end_string, "#}"));
+        if let Some(p) = &o.line_statement_prefix {
+            b.line_statement_prefix(p.clone());
+        }
+        if let Some(p) = &o.line_comment_prefix {
+            b.line_comment_prefix(p.clone());
+        }
+        let mut env = env.clone();
+        env.set_syntax(b.build()?);
+        // Jinja2 turns every newline of the template's text into newline_sequence (values put
+        // in by expressions keep theirs).
+        let body = match o.newline_sequence.as_deref() {
+            None | Some("\n") => body.to_string(),
+            Some(seq) => body.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
+        };
+        env.render_named_str(name, &body, ctx)?
+    };
+    Ok(pad_trailing_newlines(body, out, &newline))
 }
 
 /// Whether a string holds template syntax.
@@ -526,7 +606,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
                 }
                 v
             }
-            None => Value::from(env.render_str(s, ctx)?),
+            None => Value::from(render_text(env, "<string>", s, ctx, &Syntax::default())?),
         },
         serde_json::Value::Array(a) => {
             Value::from(a.iter().map(|x| render_json(env, x, ctx)).collect::<Result<Vec<_>, _>>()?)
@@ -740,6 +820,32 @@ mod tests {
         assert_eq!(expanduser("~bob/x", Some("/root")), "~bob/x");
         assert_eq!(expanduser("/tmp/~", Some("/root")), "/tmp/~");
         assert_eq!(expanduser("~/x", None), "~/x");
+    }
+
+    #[test]
+    fn jinja2_first_line_and_trailing_newlines_are_ansibles() {
+        let t = Templates::new(None);
+        let ctx = Value::from(());
+        let r = |s: &str| t.render_str(s, &ctx).map_err(|e| describe_error(&e));
+        // Jinja drops one trailing newline, Ansible puts back as many as the text had.
+        assert_eq!(r("{% if true %}\nz\n  {% endif %}\n\n").unwrap(), "z\n  \n\n");
+        assert_eq!(r("#jinja2: trim_blocks: False\n{% if true %}\nz{% endif %}\n").unwrap(), "\nz\n");
+        assert_eq!(
+            r("#jinja2: variable_start_string: '[[', variable_end_string: ']]'\n[[ 1 + 1 ]] {{").unwrap(),
+            "2 {{"
+        );
+        assert_eq!(
+            r("#jinja2: trim_blocks: no\n{{ 1 }}").unwrap_err(),
+            "'#jinja2:' override trim_blocks: no is not True or False"
+        );
+        assert_eq!(
+            r("#jinja2: x: 1\n{{ 1 }}").unwrap_err(),
+            "'#jinja2:' override key 'x' is not one of Jinja's settings"
+        );
+        assert_eq!(
+            r("#jinja2: trim_blocks {{ 1 }}").unwrap_err(),
+            "missing newline after the '#jinja2:' override line"
+        );
     }
 
     #[test]
