@@ -9,6 +9,7 @@
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
 mod filters;
+mod format;
 mod yaml_dump;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -178,6 +179,7 @@ impl Templates {
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
         filters::add(&mut env);
+        format::add(&mut env);
         // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
         // `d.items()`), which Ansible's templates call as Jinja2 lets them.
         env.set_unknown_method_callback(filters::python_method);
@@ -722,10 +724,16 @@ fn add_filters(env: &mut Environment<'static>) {
         let s = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
         shell_quote(&s)
     });
+    // Ansible's `bool`: the words yes/on/true/1 and no/off/false/0 in any case, the integers
+    // 1 and 0; anything else is false but what equals 1 (Ansible warns it is deprecated).
     env.add_filter("bool", |v: Value| -> bool {
-        match v.as_str() {
-            Some(s) => matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1" | "y" | "t"),
-            None => v.is_true(),
+        if let Some(s) = v.as_str() {
+            return matches!(s.to_lowercase().as_str(), "yes" | "on" | "true" | "1");
+        }
+        match v.kind() {
+            minijinja::value::ValueKind::Bool => v.is_true(),
+            minijinja::value::ValueKind::Number => f64::try_from(v).is_ok_and(|n| n == 1.0),
+            _ => false,
         }
     });
     env.add_filter("b64encode", |s: String| -> String {
@@ -846,6 +854,15 @@ mod tests {
             r("#jinja2: trim_blocks {{ 1 }}").unwrap_err(),
             "missing newline after the '#jinja2:' override line"
         );
+    }
+
+    #[test]
+    fn bool_is_ansibles() {
+        let t = Templates::new(None);
+        let ctx = Value::from(());
+        // What ansible-core 2.19 renders: only its words and 1 are true.
+        let text = "{{ 3 | bool }} {{ 'Y' | bool }} {{ 1 | bool }} {{ 1.0 | bool }} {{ 'On' | bool }} {{ none | bool }} {{ ' yes' | bool }}";
+        assert_eq!(t.render_str(text, &ctx).unwrap(), "False False True True True False False");
     }
 
     #[test]
