@@ -10,6 +10,9 @@ version=0.20.2
 if ! cargo deny --version 2>/dev/null | grep -q " $version"; then
   cargo install --locked --quiet "cargo-deny@$version"
 fi
+# cargo-deny reads `cargo metadata`, which needs every locked crate, those of other platforms
+# too: a build downloads only this platform's, so fetch the rest (from the registry) first.
+cargo fetch --locked --quiet
 cargo deny --offline check bans licenses sources
 # cargo-deny reads the database as a git repository under this name (derived from its URL).
 dbdir=target/advisory-dbs/advisory-db-3157b0e258782691
