@@ -173,6 +173,35 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
                 }
             }
         }
+        // The `name=ROLE handlers_from=FILE` form, split as Ansible's k=v arguments.
+        None if value.as_str().is_some_and(|t| t.contains('=')) => {
+            let text = value.as_str().unwrap_or_default();
+            let (kv, raw) = super::split::parse_kv(text, None);
+            let here = |f: &mut Front, m: String, help: Option<String>| {
+                f.p.add_len(value.line, value.column, text.len(), m, "here", help)
+            };
+            if !raw.trim().is_empty() {
+                here(f, format!("{kind}: '{}' is not an argument (name=ROLE)", raw.trim()), None);
+            }
+            for (k, v) in kv {
+                match k.as_str() {
+                    "name" | "role" => {
+                        spec.name = v;
+                        spec.at = (value.line, value.column, text.len());
+                    }
+                    "tasks_from" => spec.tasks_from = Some(v),
+                    "vars_from" => spec.vars_from = Some(v),
+                    "defaults_from" => spec.defaults_from = Some(v),
+                    "handlers_from" => spec.handlers_from = Some(v),
+                    n if ROLE_ARGS_NOT_YET.contains(&n) => here(f, format!("{kind}: {n} is not supported yet"), None),
+                    n => here(
+                        f,
+                        format!("{kind}: unknown argument '{n}'"),
+                        Some(format!("{kind} takes: name, tasks_from, vars_from, defaults_from, handlers_from")),
+                    ),
+                }
+            }
+        }
         None => f.p.add_key(
             key,
             format!("{kind}: a mapping with the role's name, not {}", value.what()),
