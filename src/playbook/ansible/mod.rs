@@ -88,7 +88,8 @@ pub(crate) struct Front {
     role_chain: Vec<PathBuf>,
     /// The play's handlers that `listen` to topics: name → topics. A notify names a handler
     /// or a topic (every handler listening to it, in their order).
-    listening: Vec<(String, Vec<String>)>,
+    /// The handler's name, who it is (`ident`), its topics.
+    listening: Vec<(String, (String, usize), Vec<String>)>,
     /// A `meta: flush_handlers` in a role's or included task file was read (its tags, with
     /// those it inherits): the next step made starts a new chunk of the play. Those steps, by
     /// file and line, with the flush's tags.
@@ -563,21 +564,10 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         for h in section(f, "handlers", v) {
             let mut produced = Vec::new();
             expand(f, h, true, &mut produced);
-            for s in produced {
-                if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
-                    f.p.add(
-                        h.line,
-                        h.column,
-                        format!("a handler named '{}' is already defined", s.name),
-                        "duplicate",
-                        Some("copctl's handlers are named across the playbook: make the names unique".into()),
-                    );
-                    continue;
-                }
-                handlers.push(s);
-            }
+            handlers.extend(produced);
         }
     }
+    unique_handler_names(f, &mut handlers, earlier_handlers);
     let facts = if gather { Some(facts_step(f, node)?) } else { None };
     // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
     // parts of one that `meta: flush_handlers` separates (its key, for messages). The roles'
@@ -613,10 +603,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                 if let Some(n) = &s.def.notify {
                     let mut names: Vec<String> = Vec::new();
                     for n in n.to_vec() {
-                        let listeners =
-                            f.role_handlers.iter().chain(&handlers).filter(|h| {
-                                h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
-                            });
+                        let listeners = f.role_handlers.iter().chain(&handlers).filter(|h| {
+                            h.name == n || f.listening.iter().any(|(l, _, t)| *l == h.name && t.contains(&n))
+                        });
                         let found: Vec<String> = listeners.map(|h| h.name.clone()).collect();
                         if found.is_empty() && !f.noop_handlers.contains(&n) {
                             names.push(n);
@@ -698,7 +687,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             let found: Vec<usize> = (0..all_handlers.len())
                 .filter(|&j| {
                     let h = &all_handlers[j];
-                    h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
+                    h.name == n || f.listening.iter().any(|(l, _, t)| *l == h.name && t.contains(&n))
                 })
                 .collect();
             let h = &all_handlers[i];
@@ -787,6 +776,69 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         plays.push(p);
     }
     Some((plays, handlers))
+}
+
+/// Who a step is: its file and line.
+pub(super) fn ident(f: &Front, s: &Step) -> (String, usize) {
+    (s.file.as_ref().map_or_else(|| f.p.source.name.clone(), |x| x.name.clone()), s.line)
+}
+
+/// Makes the names of a play's handlers unique across the playbook (the engine's handlers are
+/// named across it), keeping what a notification finds as Ansible resolves it: the play's own
+/// handlers first, then the roles' (the last role's first), the first of a name taking it. A
+/// handler whose name another took first is renamed, found through its topics only; one whose
+/// name an earlier play's handler has is renamed and still found by its written name (a topic).
+fn unique_handler_names(f: &mut Front, handlers: &mut [Step], earlier: &[Step]) {
+    let mut order: Vec<(bool, usize)> = (0..handlers.len()).map(|i| (false, i)).collect();
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for i in 0..f.role_handlers.len() {
+        match groups.last_mut() {
+            Some(g) if ident(f, &f.role_handlers[i]).0 == ident(f, &f.role_handlers[i - 1]).0 => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    order.extend(groups.into_iter().rev().flat_map(|g| g.map(|i| (true, i))));
+    let mut taken: std::collections::HashSet<String> =
+        earlier.iter().chain(f.role_handlers.iter()).chain(handlers.iter()).map(|h| h.name.clone()).collect();
+    let mut claimed: Vec<String> = Vec::new();
+    for (role, i) in order {
+        let h = if role { &f.role_handlers[i] } else { &handlers[i] };
+        let (name, id) = (h.name.clone(), ident(f, h));
+        let first_here = !claimed.contains(&name);
+        claimed.push(name.clone());
+        let same_earlier = earlier.iter().any(|x| x.name == name && ident(f, x) == id);
+        let clash_earlier = earlier.iter().any(|x| x.name == name);
+        if same_earlier {
+            // A role's handler an earlier play has too: kept once, by its name.
+            if !first_here {
+                let h = h.clone();
+                f.p.add_at_step(
+                    &h,
+                    format!("handler '{name}' of a role of an earlier play is named as another handler of this play: not supported yet"),
+                    "same name",
+                    "rename one of the two handlers",
+                );
+            }
+            continue;
+        }
+        if first_here && !clash_earlier {
+            continue;
+        }
+        let mut new = format!("{name} (line {})", id.1);
+        let mut k = 2;
+        while taken.contains(&new) {
+            new = format!("{name} (line {}, {k})", id.1);
+            k += 1;
+        }
+        taken.insert(new.clone());
+        for l in f.listening.iter_mut().filter(|l| l.1 == id && l.0 == name) {
+            l.0 = new.clone();
+        }
+        if first_here {
+            f.listening.push((new.clone(), id, vec![name]));
+        }
+        if role { f.role_handlers[i].name = new } else { handlers[i].name = new }
+    }
 }
 
 /// A chunk of a play's tasks: its section, its steps, whether they notify, and the tags of the

@@ -437,7 +437,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, handler) {
         Ok(s) => {
             if let Some(topics) = listen {
-                f.listening.push((s.name.clone(), topics));
+                f.listening.push((s.name.clone(), (f.p.source.name.clone(), s.line), topics));
             }
             Some(s)
         }
