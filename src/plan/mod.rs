@@ -329,8 +329,18 @@ impl Builder<'_> {
         // The handlers the play's steps may notify, and those these handlers notify in turn
         // (an Ansible handler may notify handlers after it).
         let notified: Vec<usize> = {
-            let mut names: HashSet<String> =
-                play.steps.iter().flat_map(|s| s.def.notify.iter().flat_map(|n| n.to_vec())).collect();
+            let mut names: HashSet<String> = HashSet::new();
+            // After a flush `--tags` may not select, those notified before it wait for this
+            // part's end: an Ansible play's parts back to the last unconditional flush.
+            let mut k = ki;
+            loop {
+                let part = &pb.plays[k];
+                names.extend(part.steps.iter().flat_map(|s| s.def.notify.iter().flat_map(|n| n.to_vec())));
+                if k == 0 || !part.continues || part.flush_tags.is_none() {
+                    break;
+                }
+                k -= 1;
+            }
             for h in &pb.handlers {
                 if names.contains(&h.name) {
                     names.extend(h.def.notify.iter().flat_map(|n| n.to_vec()));

@@ -164,6 +164,12 @@ pub struct Play {
     /// The rest of the play before it (an Ansible play split where its handlers run): when that
     /// one stops, this one stops with it without a word, as one Ansible play would.
     pub continues: bool,
+    /// Ansible's `force_handlers` play keyword: over `--force-handlers` when set.
+    pub force_handlers: Option<bool>,
+    /// This part of a play starts after an explicit `meta: flush_handlers`: the handlers
+    /// notified before it run there only where `--tags` selects these tags (the flush's own,
+    /// with its role's); elsewhere they wait for the next flush.
+    pub flush_tags: Option<Vec<String>>,
 }
 
 impl Play {
@@ -405,6 +411,8 @@ impl Playbook {
                 line,
                 file: None,
                 continues: false,
+                force_handlers: None,
+                flush_tags: None,
             });
         }
         let pb = Playbook {

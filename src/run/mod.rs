@@ -229,8 +229,20 @@ impl Engine {
         let host = t.host.clone().unwrap_or_default();
         if let Some(st) = self.failed_hosts.get(&host) {
             // Handlers still run on failed hosts with --force-handlers (not on unreachable ones).
-            if !(t.kind.is_handler() && self.opts.force_handlers && *st == Status::Failed) {
+            let force = self.plan.play(&t).force_handlers.unwrap_or(self.opts.force_handlers);
+            if !(t.kind.is_handler() && force && *st == Status::Failed) {
                 return Some(Block::Quiet(Some(format!("{host} failed earlier"))));
+            }
+        }
+        // A flush that `--tags` does not select: the handlers wait for the next part's end.
+        if let TaskKind::Handler(hi) = t.kind
+            && let Some(next) = self.plan.playbooks[t.playbook].plays.get(t.play + 1)
+            && next.continues
+            && let Some(gate) = &next.flush_tags
+        {
+            let tags: Vec<String> = next.tags.iter().chain(gate).cloned().collect();
+            if !self.selected(&tags) && self.notified.remove(&(t.playbook, t.play, host.clone(), hi)) {
+                self.notified.insert((t.playbook, t.play + 1, host.clone(), hi));
             }
         }
         if let TaskKind::Handler(hi) = t.kind

@@ -168,7 +168,9 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         return;
     }
     let start = out.len();
+    f.include_tags.push(inherit.tags.clone());
     tasks_file(f, &path, (line, column), kind, place, handler, out);
+    f.include_tags.pop();
     if kind == "include_tasks" {
         dynamic(f, node, key, inherit, start, out);
     } else {
@@ -237,7 +239,9 @@ fn looped_include(
         let mut each = inherit.clone();
         each.params.extend(vars.clone());
         let start = out.len();
+        f.include_tags.push(inherit.tags.clone());
         tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
+        f.include_tags.pop();
         dynamic(f, node, key, each, start, out);
         if let Some(s) = out.get_mut(start) {
             s.def.vars.extend(vars);

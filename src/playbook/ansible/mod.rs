@@ -88,11 +88,18 @@ pub(crate) struct Front {
     role_chain: Vec<PathBuf>,
     /// The play's handlers that `listen` to topics: name → topics. A notify names a handler
     /// or a topic (every handler listening to it, in their order).
-    listening: Vec<(String, Vec<String>)>,
-    /// A `meta: flush_handlers` in a role's or included task file was read: the next step made
-    /// starts a new chunk of the play. Those steps, by file and line.
-    flush_pending: bool,
-    flush_before: Vec<(String, usize)>,
+    /// The handler's name, who it is (`ident`), its topics.
+    listening: Vec<(String, (String, usize), Vec<String>)>,
+    /// A `meta: flush_handlers` in a role's or included task file was read (its tags, with
+    /// those it inherits): the next step made starts a new chunk of the play. Those steps, by
+    /// file and line, with the flush's tags.
+    flush_pending: Option<Vec<String>>,
+    flush_before: Vec<(String, usize, Vec<String>)>,
+    /// The tags of the task files being included, outermost first (a flush in them inherits
+    /// them).
+    include_tags: Vec<Vec<String>>,
+    /// The play's handlers that are `meta: noop`: notifying one does nothing.
+    noop_handlers: Vec<String>,
 }
 
 /// Where the task being read sits.
@@ -149,6 +156,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "gather_facts",
     "tags",
     "strategy",
+    "force_handlers",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -167,7 +175,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "module_defaults",
     "check_mode",
     "diff",
-    "force_handlers",
     "port",
     "no_log",
     "run_once",
@@ -202,9 +209,9 @@ pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<St
     }
     let made = task::task(f, node, handler);
     if let Some(s) = &made
-        && std::mem::take(&mut f.flush_pending)
+        && let Some(tags) = f.flush_pending.take()
     {
-        f.flush_before.push((f.p.source.name.clone(), s.line));
+        f.flush_before.push((f.p.source.name.clone(), s.line, tags));
     }
     out.extend(made);
 }
@@ -230,8 +237,10 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         role_handlers: Vec::new(),
         role_chain: Vec::new(),
         listening: Vec::new(),
-        flush_pending: false,
+        flush_pending: None,
         flush_before: Vec::new(),
+        include_tags: Vec::new(),
+        noop_handlers: Vec::new(),
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {
@@ -501,6 +510,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let r#become = flag(f, "become");
     let any_errors_fatal = flag(f, "any_errors_fatal").unwrap_or(false);
     let gather = flag(f, "gather_facts").unwrap_or(true);
+    let force_handlers = flag(f, "force_handlers");
     if let Some((k, v)) = get("become_user")
         && v.as_str() != Some("root")
     {
@@ -542,8 +552,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     f.roles_seen.clear();
     f.role_handlers.clear();
     f.listening.clear();
-    f.flush_pending = false;
+    f.flush_pending = None;
     f.flush_before.clear();
+    f.noop_handlers.clear();
     let mut role_steps = Vec::new();
     if let Some((k, v)) = get("roles") {
         roles::play_roles(f, k, v, &mut role_steps);
@@ -553,63 +564,50 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         for h in section(f, "handlers", v) {
             let mut produced = Vec::new();
             expand(f, h, true, &mut produced);
-            for s in produced {
-                if handlers.iter().chain(earlier_handlers.iter()).any(|x: &Step| x.name == s.name) {
-                    f.p.add(
-                        h.line,
-                        h.column,
-                        format!("a handler named '{}' is already defined", s.name),
-                        "duplicate",
-                        Some("copctl's handlers are named across the playbook: make the names unique".into()),
-                    );
-                    continue;
-                }
-                handlers.push(s);
-            }
+            handlers.extend(produced);
         }
     }
+    unique_handler_names(f, &mut handlers, earlier_handlers);
     let facts = if gather { Some(facts_step(f, node)?) } else { None };
     // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
     // parts of one that `meta: flush_handlers` separates (its key, for messages). The roles'
     // tasks come first in `tasks`, in one chunk with them, as Ansible compiles a play.
-    let mut sections: Vec<(&str, Vec<Step>, bool)> = Vec::new();
+    // Each chunk with the tags of the explicit flush it starts after, if it does.
+    let mut sections: Vec<Chunk> = Vec::new();
     for sec in ["pre_tasks", "tasks", "post_tasks"] {
         let items = get(sec).map(|(_, v)| section(f, sec, v)).unwrap_or_default();
         let mut steps = Vec::new();
         let mut notifies = false;
+        let mut gate: Option<Vec<String>> = None;
         let mut roles_first = if sec == "tasks" { std::mem::take(&mut role_steps) } else { Vec::new() };
         for t in std::iter::once(None).chain(items.iter().map(Some)) {
             let mut produced = std::mem::take(&mut roles_first);
             if let Some(t) = t {
-                if is_flush_handlers(f, t) {
-                    if !steps.is_empty() {
-                        sections.push((sec, std::mem::take(&mut steps), notifies));
+                match is_flush_handlers(f, t) {
+                    Flush::At(tags) => {
+                        flush_at(&mut sections, sec, &mut steps, &mut notifies, &mut gate, tags);
+                        continue;
                     }
-                    notifies = false;
-                    continue;
+                    Flush::Never => continue,
+                    Flush::Not => expand(f, t, false, &mut produced),
                 }
-                expand(f, t, false, &mut produced);
             }
             for mut s in produced {
                 // After a flush_handlers in a role's or included file: a new chunk.
                 let name = s.file.as_ref().map_or_else(|| f.p.source.name.clone(), |x| x.name.clone());
-                if let Some(i) = f.flush_before.iter().position(|(n, l)| *n == name && *l == s.line) {
-                    f.flush_before.remove(i);
-                    if !steps.is_empty() {
-                        sections.push((sec, std::mem::take(&mut steps), notifies));
-                    }
-                    notifies = false;
+                if let Some(i) = f.flush_before.iter().position(|(n, l, _)| *n == name && *l == s.line) {
+                    let (.., tags) = f.flush_before.remove(i);
+                    flush_at(&mut sections, sec, &mut steps, &mut notifies, &mut gate, tags);
                 }
                 // A topic becomes the handlers listening to it, in the handlers' order.
                 if let Some(n) = &s.def.notify {
                     let mut names: Vec<String> = Vec::new();
                     for n in n.to_vec() {
-                        let listeners =
-                            f.role_handlers.iter().chain(&handlers).filter(|h| {
-                                h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
-                            });
+                        let listeners = f.role_handlers.iter().chain(&handlers).filter(|h| {
+                            h.name == n || f.listening.iter().any(|(l, _, t)| *l == h.name && t.contains(&n))
+                        });
                         let found: Vec<String> = listeners.map(|h| h.name.clone()).collect();
-                        if found.is_empty() {
+                        if found.is_empty() && !f.noop_handlers.contains(&n) {
                             names.push(n);
                         }
                         for h in found {
@@ -635,16 +633,16 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         }
         if !steps.is_empty() {
-            sections.push((sec, steps, notifies));
+            sections.push((sec, steps, notifies, gate));
         }
     }
     // Ansible runs the notified handlers after each of pre_tasks, tasks and post_tasks; copctl
     // at the end of a play (of each serial batch). A section that notifies and is not the last
     // is then a play of its own: the same order, as long as the play has no serial batches
     // (Ansible runs all sections batch by batch).
-    let split = sections.iter().rev().skip(1).any(|(_, _, n)| *n);
+    let split = sections.iter().rev().skip(1).any(|(_, _, n, _)| *n);
     if split && !serial.is_empty() {
-        let (sec, ..) = sections.iter().rev().skip(1).find(|(_, _, n)| *n).expect("a notifying section");
+        let (sec, ..) = sections.iter().rev().skip(1).find(|(_, _, n, _)| *n).expect("a notifying section");
         if let Some((k, _)) = get(sec) {
             f.p.add_key(
                 k,
@@ -689,10 +687,13 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             let found: Vec<usize> = (0..all_handlers.len())
                 .filter(|&j| {
                     let h = &all_handlers[j];
-                    h.name == n || f.listening.iter().any(|(l, t)| *l == h.name && t.contains(&n))
+                    h.name == n || f.listening.iter().any(|(l, _, t)| *l == h.name && t.contains(&n))
                 })
                 .collect();
             let h = &all_handlers[i];
+            if found.is_empty() && f.noop_handlers.contains(&n) {
+                continue;
+            }
             if found.is_empty() {
                 f.p.add_at_step(
                     h,
@@ -721,7 +722,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         h.def.tags = Some(crate::playbook::OneOrMany::Many(vec!["always".into()]));
     }
     if any_errors_fatal && let Some((k, _)) = get("any_errors_fatal") {
-        block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, _)| s));
+        block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, ..)| s));
     }
     if f.p.count() != before {
         return None;
@@ -743,6 +744,8 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         line: node.line,
         file: None,
         continues: false,
+        force_handlers,
+        flush_tags: None,
     };
     let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
         let mut name = wanted.clone();
@@ -756,11 +759,12 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let mut plays: Vec<Play> = Vec::new();
     if split {
         let mut facts = facts;
-        for (sec, steps, _) in sections {
+        for (sec, steps, _, gate) in sections {
             // unique() numbers a second chunk of the same section.
             let wanted = if sec == "tasks" { base.clone() } else { format!("{base} ({sec})") };
             let mut p = template.clone();
             p.continues = !plays.is_empty();
+            p.flush_tags = gate.filter(|_| p.continues);
             p.name = unique(wanted, earlier, &plays);
             p.steps = facts.take().into_iter().chain(steps).collect();
             plays.push(p);
@@ -768,10 +772,96 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     } else {
         let mut p = template;
         p.name = unique(base, earlier, &plays);
-        p.steps = facts.into_iter().chain(sections.into_iter().flat_map(|(_, s, _)| s)).collect();
+        p.steps = facts.into_iter().chain(sections.into_iter().flat_map(|(_, s, ..)| s)).collect();
         plays.push(p);
     }
     Some((plays, handlers))
+}
+
+/// Who a step is: its file and line.
+pub(super) fn ident(f: &Front, s: &Step) -> (String, usize) {
+    (s.file.as_ref().map_or_else(|| f.p.source.name.clone(), |x| x.name.clone()), s.line)
+}
+
+/// Makes the names of a play's handlers unique across the playbook (the engine's handlers are
+/// named across it), keeping what a notification finds as Ansible resolves it: the play's own
+/// handlers first, then the roles' (the last role's first), the first of a name taking it. A
+/// handler whose name another took first is renamed, found through its topics only; one whose
+/// name an earlier play's handler has is renamed and still found by its written name (a topic).
+fn unique_handler_names(f: &mut Front, handlers: &mut [Step], earlier: &[Step]) {
+    let mut order: Vec<(bool, usize)> = (0..handlers.len()).map(|i| (false, i)).collect();
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for i in 0..f.role_handlers.len() {
+        match groups.last_mut() {
+            Some(g) if ident(f, &f.role_handlers[i]).0 == ident(f, &f.role_handlers[i - 1]).0 => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    order.extend(groups.into_iter().rev().flat_map(|g| g.map(|i| (true, i))));
+    let mut taken: std::collections::HashSet<String> =
+        earlier.iter().chain(f.role_handlers.iter()).chain(handlers.iter()).map(|h| h.name.clone()).collect();
+    let mut claimed: Vec<String> = Vec::new();
+    for (role, i) in order {
+        let h = if role { &f.role_handlers[i] } else { &handlers[i] };
+        let (name, id) = (h.name.clone(), ident(f, h));
+        let first_here = !claimed.contains(&name);
+        claimed.push(name.clone());
+        let same_earlier = earlier.iter().any(|x| x.name == name && ident(f, x) == id);
+        let clash_earlier = earlier.iter().any(|x| x.name == name);
+        if same_earlier {
+            // A role's handler an earlier play has too: kept once, by its name.
+            if !first_here {
+                let h = h.clone();
+                f.p.add_at_step(
+                    &h,
+                    format!("handler '{name}' of a role of an earlier play is named as another handler of this play: not supported yet"),
+                    "same name",
+                    "rename one of the two handlers",
+                );
+            }
+            continue;
+        }
+        if first_here && !clash_earlier {
+            continue;
+        }
+        let mut new = format!("{name} (line {})", id.1);
+        let mut k = 2;
+        while taken.contains(&new) {
+            new = format!("{name} (line {}, {k})", id.1);
+            k += 1;
+        }
+        taken.insert(new.clone());
+        for l in f.listening.iter_mut().filter(|l| l.1 == id && l.0 == name) {
+            l.0 = new.clone();
+        }
+        if first_here {
+            f.listening.push((new.clone(), id, vec![name]));
+        }
+        if role { f.role_handlers[i].name = new } else { handlers[i].name = new }
+    }
+}
+
+/// A chunk of a play's tasks: its section, its steps, whether they notify, and the tags of the
+/// explicit flush it starts after.
+type Chunk<'a> = (&'a str, Vec<Step>, bool, Option<Vec<String>>);
+
+/// An explicit flush (`tags`): the chunk so far ends there, the next starts after it.
+/// Consecutive flushes: either one selected flushes; one at a section's start adds nothing to
+/// the flush at the section's end before it.
+fn flush_at<'a>(
+    sections: &mut Vec<Chunk<'a>>,
+    sec: &'a str,
+    steps: &mut Vec<Step>,
+    notifies: &mut bool,
+    gate: &mut Option<Vec<String>>,
+    tags: Vec<String>,
+) {
+    if !steps.is_empty() {
+        sections.push((sec, std::mem::take(steps), std::mem::take(notifies), gate.take()));
+        *gate = Some(tags);
+    } else if let Some(g) = gate {
+        g.extend(tags);
+    }
 }
 
 /// `strategy`: copctl runs every host through its tasks without waiting for the others
@@ -803,29 +893,50 @@ pub(super) fn load_time_name(f: &Front, rel: &str) -> Option<String> {
     env.render_str(rel, minijinja::context! { playbook_dir => dir.display().to_string() }).ok()
 }
 
-/// Whether a task is `meta: flush_handlers` (a boundary, not a step); one with other keywords
-/// than `name` is a problem, as Ansible ignores them.
-pub(super) fn is_flush_handlers(f: &mut Front, t: &Node) -> bool {
-    let Some(m) = t.as_map() else { return false };
+/// A `meta: flush_handlers` task, read.
+pub(super) enum Flush {
+    /// Another task.
+    Not,
+    /// `when: false`: it flushes nothing.
+    Never,
+    /// A boundary, with the task's own tags (`--tags` selects it as any task).
+    At(Vec<String>),
+}
+
+/// Whether a task is `meta: flush_handlers` (a boundary, not a step). Of its keywords, `tags`
+/// select it and a literal `when` decides it; any other is a problem.
+pub(super) fn is_flush_handlers(f: &mut Front, t: &Node) -> Flush {
+    let Some(m) = t.as_map() else { return Flush::Not };
     let Some((_, v)) =
         m.iter().find(|(k, _)| matches!(k.name.as_str(), "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
     else {
-        return false;
+        return Flush::Not;
     };
     if v.as_str().map(str::trim) != Some("flush_handlers") {
-        return false;
+        return Flush::Not;
     }
-    for (k, _) in m
+    let mut tags = Vec::new();
+    let mut never = false;
+    for (k, v) in m
         .iter()
         .filter(|(k, _)| !matches!(k.name.as_str(), "name" | "meta" | "ansible.builtin.meta" | "ansible.legacy.meta"))
     {
-        f.p.add_key(
-            k,
-            format!("meta: flush_handlers takes no '{}'", k.name),
-            Some("Ansible ignores it there; remove it".into()),
-        );
+        match (k.name.as_str(), v.to_value()) {
+            ("tags", _) => tags.extend(task::names(f, k, v, true).unwrap_or_default()),
+            ("when", Value::Bool(b)) => never |= !b,
+            ("when", _) => f.p.add_key(
+                k,
+                "meta: flush_handlers with a templated when is not supported yet".into(),
+                Some("copctl flushes the handlers of every host at once: flush unconditionally, or not".into()),
+            ),
+            _ => f.p.add_key(
+                k,
+                format!("meta: flush_handlers takes no '{}'", k.name),
+                Some("Ansible ignores it there; remove it".into()),
+            ),
+        }
     }
-    true
+    if never { Flush::Never } else { Flush::At(tags) }
 }
 
 /// `vars_files`: YAML mappings beside the playbook, read when it is loaded, each overriding the

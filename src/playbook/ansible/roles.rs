@@ -173,6 +173,35 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
                 }
             }
         }
+        // The `name=ROLE handlers_from=FILE` form, split as Ansible's k=v arguments.
+        None if value.as_str().is_some_and(|t| t.contains('=')) => {
+            let text = value.as_str().unwrap_or_default();
+            let (kv, raw) = super::split::parse_kv(text, None);
+            let here = |f: &mut Front, m: String, help: Option<String>| {
+                f.p.add_len(value.line, value.column, text.len(), m, "here", help)
+            };
+            if !raw.trim().is_empty() {
+                here(f, format!("{kind}: '{}' is not an argument (name=ROLE)", raw.trim()), None);
+            }
+            for (k, v) in kv {
+                match k.as_str() {
+                    "name" | "role" => {
+                        spec.name = v;
+                        spec.at = (value.line, value.column, text.len());
+                    }
+                    "tasks_from" => spec.tasks_from = Some(v),
+                    "vars_from" => spec.vars_from = Some(v),
+                    "defaults_from" => spec.defaults_from = Some(v),
+                    "handlers_from" => spec.handlers_from = Some(v),
+                    n if ROLE_ARGS_NOT_YET.contains(&n) => here(f, format!("{kind}: {n} is not supported yet"), None),
+                    n => here(
+                        f,
+                        format!("{kind}: unknown argument '{n}'"),
+                        Some(format!("{kind} takes: name, tasks_from, vars_from, defaults_from, handlers_from")),
+                    ),
+                }
+            }
+        }
         None => f.p.add_key(
             key,
             format!("{kind}: a mapping with the role's name, not {}", value.what()),
@@ -251,7 +280,26 @@ fn search_paths(f: &mut Front) -> Vec<PathBuf> {
 /// The role's directory, or a problem at `spec.at` naming where it was looked for and the
 /// roles found there with a close name.
 fn find(f: &mut Front, spec: &Spec) -> Option<PathBuf> {
-    let paths = search_paths(f);
+    let mut paths = search_paths(f);
+    // A collection's role, `NAMESPACE.COLLECTION.ROLE`: in the collections beside the playbook
+    // or in Ansible's default collections paths.
+    let parts: Vec<&str> = spec.name.split('.').collect();
+    if parts.len() == 3
+        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let roots = [
+            f.dir.join("collections"),
+            home.join(".ansible/collections"),
+            PathBuf::from("/usr/share/ansible/collections"),
+        ];
+        let dirs: Vec<PathBuf> =
+            roots.iter().map(|r| r.join("ansible_collections").join(parts[0]).join(parts[1]).join("roles")).collect();
+        if let Some(found) = dirs.iter().map(|d| d.join(parts[2])).find(|p| p.is_dir()) {
+            return Some(found);
+        }
+        paths = dirs;
+    }
     if let Some(found) = paths.iter().map(|p| p.join(&spec.name)).find(|p| p.is_dir()) {
         return Some(found);
     }
@@ -428,6 +476,26 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         let mut hs = Vec::new();
         include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
         own.apply(&mut hs);
+        // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
+        // (ROLE the role's name, or a collection's role by its FQCN).
+        let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
+        let short = fqcn.rsplit('.').next().unwrap_or(&fqcn).to_string();
+        let mut prefixes = vec![short];
+        if !prefixes.contains(&fqcn) {
+            prefixes.push(fqcn);
+        }
+        for h in &hs {
+            let id = super::ident(f, h);
+            let own: Vec<String> = f
+                .listening
+                .iter()
+                .filter(|(n, i, _)| *n == h.name && *i == id)
+                .flat_map(|(.., t)| t.clone())
+                .chain([h.name.clone()])
+                .collect();
+            let topics = prefixes.iter().flat_map(|p| own.iter().map(move |t| format!("{p} : {t}"))).collect();
+            f.listening.push((h.name.clone(), id, topics));
+        }
         f.role_handlers.extend(hs);
     }
     let tasks_start = out.len();

@@ -391,7 +391,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         return None;
     }
     let t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
-    let kind = t.kind?;
+    let Some(kind) = t.kind else {
+        // A `meta: noop` handler may still be notified: it does nothing, as Ansible's shows
+        // no result for it.
+        if handler && let Some(n) = def.get("name").and_then(Value::as_str) {
+            f.noop_handlers.push(n.to_string());
+        }
+        return None;
+    };
     if let Some(e) = environment
         && kind != "command"
         && kind != "shell"
@@ -430,7 +437,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, handler) {
         Ok(s) => {
             if let Some(topics) = listen {
-                f.listening.push((s.name.clone(), topics));
+                f.listening.push((s.name.clone(), (f.p.source.name.clone(), s.line), topics));
             }
             Some(s)
         }

@@ -194,9 +194,16 @@ pub fn tasks_file(
             for t in items {
                 // Ansible flushes the handlers there: before the next step (mod.rs splits the
                 // play at it).
-                if !handler && super::is_flush_handlers(f, t) {
-                    f.flush_pending = true;
-                    continue;
+                match (handler, super::is_flush_handlers(f, t)) {
+                    (false, super::Flush::At(own)) => {
+                        let inherited = f.role_tags.iter().chain(&f.include_tags).flatten();
+                        let tags: Vec<String> = inherited.chain(&own).cloned().collect();
+                        // Consecutive flushes: either one selected flushes.
+                        f.flush_pending.get_or_insert_default().extend(tags);
+                        continue;
+                    }
+                    (false, super::Flush::Never) => continue,
+                    _ => {}
                 }
                 super::expand(f, t, handler, out);
             }
