@@ -328,3 +328,41 @@ fn template_file_error(name: &str, text: &str, host: &str, e: &minijinja::Error)
     let line = e.line().map_or(1, |l| l + header);
     src.error_at(line, 1, 0, format!("template for {host}: {}", describe_error(e)), "here", help_for(e))
 }
+
+/// Templates an Ansible playbook rendered when it was loaded (a role's name from the play's
+/// vars, `Playbook::load_time`): refused where the run could give them another value, an
+/// `-e` of a variable they read, or a `set_fact`/`register` of one before them.
+pub fn check_load_time(site: &Site, plan: &Plan) -> Result<()> {
+    let mut errors = Vec::new();
+    for pb in &plan.playbooks {
+        let mut set: HashSet<&str> = HashSet::new();
+        for s in pb.all_steps() {
+            set.extend(s.def.register.as_deref());
+            if let Action::SetFact(m) = &s.action {
+                set.extend(m.keys().map(String::as_str));
+            }
+        }
+        for lt in &pb.load_time {
+            let why = if let Some(v) = lt.vars.iter().find(|v| site.extra.contains_key(*v)) {
+                format!("-e {v} would change it")
+            } else if let Some(v) = lt.vars.iter().find(|v| set.contains(v.as_str())) {
+                format!("the playbook sets {v} (set_fact or register) as it runs")
+            } else {
+                continue;
+            };
+            errors.push(lt.source.error_at(
+                lt.line.max(1),
+                lt.column.max(1),
+                0,
+                format!("'{}' was rendered from the play's variables when the playbook was loaded, but {why}", lt.text),
+                "here",
+                Some("copctl expands roles and task files when it loads the playbook: name them there".into()),
+            ));
+        }
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        n => Err(Error::many(format!("{n} templates rendered when the playbook was loaded would differ"), errors)),
+    }
+}

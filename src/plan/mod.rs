@@ -254,6 +254,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
     let planned: IndexSet<String> = b.graph.node_weights().filter_map(|t| t.host.clone()).collect();
     warnings.extend(site.inventory.var_conflicts(&planned));
     let plan = Plan { playbooks, graph: b.graph, limit: limit.map(str::to_string), batches: all_batches, warnings };
+    check::check_load_time(site, &plan)?;
     check::check_templates(site, &plan)?;
     Ok(plan)
 }

@@ -114,6 +114,15 @@ pub struct Step {
     /// what they inherit): `--tags`/`--skip-tags` must select each of them as well as the step,
     /// as Ansible filters an include before it reads the included tasks.
     pub tag_gates: Vec<Vec<String>>,
+    /// The Ansible dynamic include (`include_tasks`, `include_role`) this step stands for in
+    /// the recap, numbered once per playbook load.
+    pub include: Option<usize>,
+    /// The dynamic includes that bring the step in: where one of them was skipped on a host,
+    /// the step is passed over there unseen and uncounted, as Ansible never reads the file.
+    pub within: Vec<usize>,
+    /// The Ansible module the step was written as where copctl runs it as another kind
+    /// (`fail` as an assert): `ansible_failed_task.action` says it.
+    pub module: Option<String>,
 }
 
 impl Step {
@@ -193,6 +202,9 @@ pub struct Playbook {
     pub requires_groups: Vec<(String, String, usize)>,
     pub plays: Vec<Play>,
     pub handlers: Vec<Step>,
+    /// Templates of an Ansible playbook rendered when it was loaded (a role's name from the
+    /// play's vars): the plan refuses a run that could give them another value.
+    pub load_time: Vec<ansible::LoadTime>,
 }
 
 /// Where playbooks come from: an override directory first, then the embedded ones.
@@ -428,6 +440,7 @@ impl Playbook {
                 .collect(),
             plays,
             handlers,
+            load_time: Vec::new(),
         };
         pb.check_references()?;
         Ok(pb)
@@ -618,5 +631,18 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
             ),
         ));
     }
-    Ok(Step { name, def, action, read_only, line, column: col, blocks: Vec::new(), file: None, tag_gates: Vec::new() })
+    Ok(Step {
+        name,
+        def,
+        action,
+        read_only,
+        line,
+        column: col,
+        blocks: Vec::new(),
+        file: None,
+        tag_gates: Vec::new(),
+        include: None,
+        within: Vec::new(),
+        module: None,
+    })
 }

@@ -100,6 +100,9 @@ pub struct Engine {
     detours: HashMap<String, (rescue::Detour, String)>,
     /// Per host, the blocks whose rescue it has entered: the only rescue steps it runs.
     rescuing: HashMap<String, HashSet<usize>>,
+    /// Per host, the dynamic includes skipped there (`Step::include`): their tasks are passed
+    /// over unseen.
+    skipped_includes: HashMap<String, HashSet<usize>>,
 }
 
 /// Tags a task carries: its step's and its play's.
@@ -150,6 +153,7 @@ impl Engine {
             secret_facts: Arc::default(),
             detours: HashMap::new(),
             rescuing: HashMap::new(),
+            skipped_includes: HashMap::new(),
         }
     }
 
@@ -214,6 +218,12 @@ impl Engine {
         }
         if let (Some(s), Some(h)) = (self.plan.step(&t), &t.host)
             && !rescue::runs(s, self.rescuing.get(h))
+        {
+            return Some(Block::Quiet(None));
+        }
+        if let (Some(s), Some(h)) = (self.plan.step(&t), &t.host)
+            && let Some(skipped) = self.skipped_includes.get(h)
+            && s.within.iter().any(|i| skipped.contains(i))
         {
             return Some(Block::Quiet(None));
         }
@@ -345,6 +355,11 @@ impl Engine {
         };
         let rescued = detour.as_ref().is_some_and(|(r, _)| *r);
         self.count_as(&host, o.status, ignore, rescued, elapsed.as_secs_f64());
+        if let Some(id) = step.as_ref().and_then(|s| s.include)
+            && o.status == Status::Skipped
+        {
+            self.skipped_includes.entry(host.clone()).or_default().insert(id);
+        }
         if ignore {
             // Ansible's recap counts an ignored failure as ok too, and as changed where the
             // module reports a change even when it fails (command and shell, without a
@@ -410,7 +425,10 @@ impl Engine {
             if rescued {
                 // Ansible's names for what failed, for the rescue to read.
                 let mut m = self.registered.get(&host).map(|a| (**a).clone()).unwrap_or_default();
-                let (name, kind) = step.as_ref().map(|s| (s.name.clone(), s.action.kind())).unwrap_or_default();
+                let (name, kind) = step
+                    .as_ref()
+                    .map(|s| (s.name.clone(), s.module.clone().unwrap_or_else(|| s.action.kind().to_string())))
+                    .unwrap_or_default();
                 m.insert("ansible_failed_task".into(), json!({"name": name, "action": kind}));
                 m.insert("ansible_failed_result".into(), o.registered());
                 self.registered.insert(host.clone(), Arc::new(m));

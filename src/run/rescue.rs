@@ -111,6 +111,9 @@ mod tests {
                     blocks: c.iter().map(|&(id, part)| Enclosing { id, part }).collect(),
                     file: None,
                     tag_gates: Vec::new(),
+                    include: None,
+                    within: Vec::new(),
+                    module: None,
                 }
             })
             .collect()

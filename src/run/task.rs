@@ -109,7 +109,7 @@ impl Job {
                 (Ok(items), reads) => (Some(items), reads),
                 (Err(e), _) => {
                     return match when_holds(&ctx) {
-                        Ok(false) => Outcome::skipped("conditional result was False"),
+                        Ok(false) => when_false(),
                         Ok(true) => Outcome::failed(format!("loop: {e}")),
                         Err(e) => Outcome::failed(e),
                     };
@@ -138,7 +138,7 @@ impl Job {
         match &items {
             None => match when_holds(&ctx) {
                 Ok(true) => {}
-                Ok(false) => return Outcome::skipped("conditional result was False"),
+                Ok(false) => return when_false(),
                 Err(e) => return Outcome::failed(e),
             },
             Some(all) if all.is_empty() => {
@@ -460,4 +460,11 @@ mod tests {
         assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
         assert!(last.get("nextitem").is_none());
     }
+}
+
+/// A task its `when` skips, with the reason Ansible registers (`skip_reason`).
+fn when_false() -> Outcome {
+    let mut o = Outcome::skipped("conditional result was False");
+    o.result.insert("skip_reason".into(), json!("Conditional result was False"));
+    o
 }

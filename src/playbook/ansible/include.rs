@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::node::{Key, Kind, Node};
 use super::taskfile::{Inherit, candidates, dynamic, shown, tasks_file};
-use super::{Front, Place, roles};
+use super::{Front, Place, known, roles};
 use crate::playbook::Step;
 
 /// The keys that make a task an include.
@@ -53,6 +53,8 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let mut inherit = Inherit::default();
     let mut file: Option<(String, usize, usize)> = None;
     let mut looped: Option<(&Key, Value)> = None;
+    let mut templated_loop: Option<(&Key, &Node)> = None;
+    let mut register: Option<(&Key, &Node)> = None;
     let mut control: Option<Value> = None;
     let mut take_file = |f: &mut Front, n: &Node| match &n.kind {
         Kind::Scalar(Value::String(s)) => file = Some((s.clone(), n.line, n.column)),
@@ -96,22 +98,61 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                 Some(_) if looped.is_some() => {
                     f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
                 }
-                Some(_) => f.p.add_key(
-                    k,
-                    format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
-                    Some("copctl reads every task when the playbook is loaded: loop over a literal list, or put the loop on the included tasks".into()),
-                ),
+                Some(_) => templated_loop = Some((k, v)),
                 None => {}
             },
+            "register" if kind == "include_tasks" => register = Some((k, v)),
             "loop_control" if kind == "include_tasks" => {
                 control = super::task::loop_control(f, k, v, &super::task::own_vars(map));
             }
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
-                Some(format!("{kind} takes: name, when, tags, become, vars")),
+                Some(format!("{kind} takes: name, when, tags, become, check_mode, vars")),
             ),
         }
+    }
+    // A templated loop: its items when the playbook's variables tell them now; one that reads
+    // anything else runs never where the include's `when` is a literal false (Ansible then skips
+    // the include without its loop); anything else is a dynamic include.
+    let mut skipped_whole = false;
+    if let Some((k, v)) = templated_loop {
+        let scope: Map<String, Value> = inherit.vars.clone();
+        let known = v.as_str().and_then(|t| known::with(f, scope, |f| known::items(f, t, (v.line, v.column))));
+        match known {
+            Some(items) if looped.is_none() => {
+                let items = if k.name == "with_items" { flatten_once(items) } else { items };
+                looped = Some((k, Value::Array(items)));
+            }
+            Some(_) => f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None),
+            None if inherit.when.iter().any(|w| w.trim() == "false") => skipped_whole = true,
+            None => f.p.add_key(
+                k,
+                format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
+                Some("copctl reads every task when the playbook is loaded: loop over a list written there or in the play's vars, or put the loop on the included tasks".into()),
+            ),
+        }
+    }
+    if let (Some((k, _)), false) = (register, skipped_whole) {
+        f.p.add_key(
+            k,
+            "'register' on include_tasks is not supported yet".into(),
+            Some("only where a literal `when: false` skips the include".into()),
+        );
+    }
+    if skipped_whole {
+        if f.p.count() != before {
+            return;
+        }
+        let start = out.len();
+        dynamic(f, node, key, inherit, start, out);
+        if let (Some(s), Some((k, v))) = (out.get_mut(start), register) {
+            match v.as_str() {
+                Some(name) => s.def.register = Some(name.to_string()),
+                None => f.p.add_key(k, format!("register: a variable's name, not {}", v.what()), None),
+            }
+        }
+        return;
     }
     let Some((rel, line, column)) = file else {
         if f.p.count() == before {
@@ -119,7 +160,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         }
         return;
     };
-    let rel = super::load_time_name(f, &rel).unwrap_or(rel);
+    let rel = known::with(f, inherit.vars.clone(), |f| known::text(f, &rel, (line, column))).unwrap_or(rel);
     if rel.contains("{{") || rel.contains("{%") {
         f.p.add(
             line,
@@ -169,7 +210,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     }
     let start = out.len();
     f.include_tags.push(inherit.tags.clone());
-    tasks_file(f, &path, (line, column), kind, place, handler, out);
+    known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, handler, out));
     f.include_tags.pop();
     if kind == "include_tasks" {
         dynamic(f, node, key, inherit, start, out);
@@ -240,11 +281,18 @@ fn looped_include(
         each.params.extend(vars.clone());
         let start = out.len();
         f.include_tags.push(inherit.tags.clone());
-        tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
+        known::with(f, each.scope(), |f| {
+            tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out)
+        });
         f.include_tags.pop();
         dynamic(f, node, key, each, start, out);
         if let Some(s) = out.get_mut(start) {
             s.def.vars.extend(vars);
         }
     }
+}
+
+/// `with_items`' items: each list among them spread into the others, as Ansible flattens them.
+pub(super) fn flatten_once(items: Vec<Value>) -> Vec<Value> {
+    items.into_iter().flat_map(|x| if let Value::Array(a) = x { a } else { vec![x] }).collect()
 }

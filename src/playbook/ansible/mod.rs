@@ -10,8 +10,11 @@
 //! the parts it dispatches to call it again for what they hold, so they nest without importing
 //! each other. Facts (`gather_facts`) are the native `setup` kind.
 
+mod action;
 mod block;
 mod include;
+mod known;
+pub use known::LoadTime;
 mod modules;
 mod node;
 mod roles;
@@ -100,6 +103,17 @@ pub(crate) struct Front {
     include_tags: Vec<Vec<String>>,
     /// The play's handlers that are `meta: noop`: notifying one does nothing.
     noop_handlers: Vec<String>,
+    /// The next number for a dynamic include (`Step::include`).
+    next_include: usize,
+    /// Variables known when the playbook is loaded, innermost last (known.rs): the play's,
+    /// an include's or a role's.
+    scope: Vec<crate::inventory::Vars>,
+    /// The `vars` of the `import_playbook`s being read, over each of their plays' own.
+    import_vars: crate::inventory::Vars,
+    /// The templates rendered from `scope`, for the plan to check (`Playbook::load_time`).
+    load_time: Vec<known::LoadTime>,
+    /// Ansible's filters for those, made when first needed.
+    templates: Option<crate::template::Templates>,
 }
 
 /// Where the task being read sits.
@@ -199,6 +213,18 @@ pub fn is_list_of_plays(text: &str) -> bool {
 /// steps it stands for, in order: a block (block.rs) and an include or role (include.rs) expand
 /// to the steps they hold, anything else is one task.
 pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
+    let rewritten;
+    let node = if node.as_map().is_some_and(|m| m.iter().any(|(k, _)| k.name == "action")) {
+        match action::normalize(f, node) {
+            Some(n) => {
+                rewritten = n;
+                &rewritten
+            }
+            None => return,
+        }
+    } else {
+        node
+    };
     if let Some(m) = node.as_map() {
         if m.iter().any(|(k, _)| k.name == "block") {
             return block::block(f, node, handler, out);
@@ -241,6 +267,11 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         flush_before: Vec::new(),
         include_tags: Vec::new(),
         noop_handlers: Vec::new(),
+        next_include: 0,
+        scope: Vec::new(),
+        import_vars: Default::default(),
+        load_time: Vec::new(),
+        templates: None,
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {
@@ -249,7 +280,7 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
     plays_of(&mut f, &root, &mut plays, &mut handlers);
-    let Front { p: Problems { errors, .. }, defaults, .. } = f;
+    let Front { p: Problems { errors, .. }, defaults, load_time, .. } = f;
     match errors.len() {
         0 => {}
         1 => return Err(errors.into_iter().next().expect("one")),
@@ -269,6 +300,7 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         requires_groups: vec![],
         plays,
         handlers,
+        load_time,
     })
 }
 
@@ -290,9 +322,15 @@ fn plays_of(f: &mut Front, root: &Node, plays: &mut Vec<Play>, handlers: &mut Ve
                 });
                 if let Some((k, v)) = import {
                     import_playbook(f, item, k, v, plays, handlers);
-                } else if let Some((ps, hs)) = play(f, item, plays, handlers) {
-                    plays.extend(ps);
-                    handlers.extend(hs);
+                } else {
+                    // play() puts the play's variables in scope for its tasks.
+                    let depth = f.scope.len();
+                    let made = play(f, item, plays, handlers);
+                    f.scope.truncate(depth);
+                    if let Some((ps, hs)) = made {
+                        plays.extend(ps);
+                        handlers.extend(hs);
+                    }
                 }
             }
         }
@@ -401,7 +439,11 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
     let outer_dir = std::mem::replace(&mut f.dir, dir);
     let start = plays.len();
     let hstart = handlers.len();
+    let mut inner = f.import_vars.clone();
+    inner.extend(vars.clone());
+    let outer_vars = std::mem::replace(&mut f.import_vars, inner);
     f.within(source.clone(), canonical, place, |f| plays_of(f, &root, plays, handlers));
+    f.import_vars = outer_vars;
     f.dir = outer_dir;
     for p in &mut plays[start..] {
         p.vars.extend(vars.clone());
@@ -497,6 +539,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     if let Some((_, v)) = get("vars_files") {
         vars_files(f, v, &mut vars);
     }
+    let mut known = vars.clone();
+    known.extend(f.import_vars.clone());
+    f.scope.push(known);
     let flag = |f: &mut Front, key: &str| -> Option<bool> {
         let (k, v) = get(key)?;
         match &v.kind {

@@ -771,9 +771,12 @@ pub fn translate(
             "set_fact"
         }
         "assert" | "fail" => {
-            // `assert: '{{ item }}'`: the whole argument mapping from a template, per item.
+            // `assert: '{{ item }}'`: the whole argument mapping from a template, per item. A k=v
+            // string (`fail: msg="{{ msg }}"`) is split before templating, as Ansible's parse_kv
+            // does: the templates are values only.
             if let Kind::Scalar(Value::String(t)) = &node.kind
                 && t.contains("{{")
+                && !is_kv_only(t)
             {
                 let m = format!("{name}: arguments from a template ('{t}') are not supported");
                 let help =
@@ -1234,4 +1237,10 @@ fn find_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
 
 fn list_dirs(dirs: &[PathBuf]) -> String {
     dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether `text` is nothing but `key=value` words (its templates inside the values).
+fn is_kv_only(text: &str) -> bool {
+    let (kv, rest) = parse_kv(text, None);
+    !kv.is_empty() && rest.is_empty()
 }

@@ -10,11 +10,13 @@ use serde_json::{Map, Value};
 
 use super::node::{Key, Kind, Node};
 use super::taskfile::{self as include, Inherit};
-use super::{Front, Place};
+use super::{Front, Place, known};
 use crate::error::Source;
 use crate::playbook::Step;
+use crate::template::is_template;
 
 /// A role as a play, a dependency or a task names it.
+#[derive(Clone)]
 struct Spec {
     name: String,
     /// Where it is named (line, column, length), in the current file.
@@ -31,6 +33,9 @@ struct Spec {
     /// A play's roles and dependencies run once per play (unless `allow_duplicates`).
     once: bool,
 }
+
+/// What a template in a role's name or `tasks_from` may read.
+const KNOWN_HELP: &str = "copctl expands roles when the playbook is loaded: only the play's vars, the task's vars and a loop's item are known then";
 
 /// Arguments of `import_role`/`include_role` copctl does not take yet.
 const ROLE_ARGS_NOT_YET: &[&str] = &["apply", "public", "allow_duplicates", "rolespec_validate"];
@@ -120,10 +125,23 @@ fn entry(f: &mut Front, item: &Node) -> Option<Spec> {
             return None;
         }
     }
-    if spec.name.contains("{{") {
+    if is_template(&spec.name) {
         let (l, c, n) = spec.at;
-        f.p.add_len(l, c, n, format!("a templated role name ('{}') is not supported", spec.name), "here", None);
-        return None;
+        let scope = spec.vars.scope();
+        match known::with(f, scope, |f| known::text(f, &spec.name, (l, c))) {
+            Some(name) => spec.name = name,
+            None => {
+                f.p.add_len(
+                    l,
+                    c,
+                    n,
+                    format!("a templated role name ('{}') is not supported", spec.name),
+                    "here",
+                    Some(KNOWN_HELP.into()),
+                );
+                return None;
+            }
+        }
     }
     (!spec.name.is_empty()).then_some(spec)
 }
@@ -208,6 +226,7 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
             Some(format!("write {kind}: {{name: ROLE}}")),
         ),
     }
+    let mut looped: Option<(&Key, &Node)> = None;
     for (k, v) in node.as_map().unwrap_or_default() {
         if k == key || k.name == "name" {
             continue;
@@ -219,10 +238,14 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
             "vars" => {
                 spec.vars.keyword(f, k, v);
             }
-            "loop" | "with_items" | "loop_control" if kind == "include_role" => f.p.add_key(
+            "loop" | "with_items" | "with_list" if kind == "include_role" && looped.is_none() => looped = Some((k, v)),
+            "loop" | "with_items" | "with_list" if kind == "include_role" => {
+                f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
+            }
+            "loop_control" if kind == "include_role" => f.p.add_key(
                 k,
-                format!("include_role with {} (a dynamic include) is not supported", k.name),
-                Some("copctl reads every task when the playbook is loaded: put the loop on the role's tasks".into()),
+                "include_role with loop_control is not supported yet".into(),
+                Some("loop over the role with the loop variable `item`".into()),
             ),
             other => f.p.add_key(
                 k,
@@ -237,19 +260,83 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
     if f.p.count() != before {
         return;
     }
-    if spec.name.contains("{{") {
-        let (l, c, n) = spec.at;
-        f.p.add_len(l, c, n, format!("{kind}: a templated role name ('{}') is not supported", spec.name), "here", None);
+    let Some((lk, lv)) = looped else {
+        let Some(spec) = resolved(f, &kind, spec) else { return };
+        if kind == "include_role" {
+            let start = out.len();
+            let mut spec = spec;
+            let keywords = std::mem::take(&mut spec.keywords);
+            role(f, spec, out);
+            include::dynamic(f, node, key, keywords, start, out);
+        } else {
+            role(f, spec, out);
+        }
+        return;
+    };
+    // A loop known when the playbook is loaded: the role once per item, the item (`item`,
+    // `ansible_loop_var`) among its parameters, as Ansible's include_role passes it.
+    let items = match super::task::loop_items(f, lk, lv) {
+        Some(Value::Array(items)) => Some(items),
+        Some(Value::String(t)) => {
+            let scope = spec.vars.scope();
+            known::with(f, scope, |f| known::items(f, &t, (lv.line, lv.column)))
+                .map(|i| if lk.name == "with_items" { super::include::flatten_once(i) } else { i })
+        }
+        Some(_) => None,
+        None => return,
+    };
+    let Some(items) = items else {
+        f.p.add_key(
+            lk,
+            format!("include_role with a templated {} (a dynamic include) is not supported", lk.name),
+            Some(format!("{KNOWN_HELP}; or put the loop on the role's tasks")),
+        );
+        return;
+    };
+    if items.is_empty() {
+        let mut skipped = spec.keywords.clone();
+        skipped.when.push("false".into());
+        include::dynamic(f, node, key, skipped, out.len(), out);
         return;
     }
-    if kind == "include_role" {
+    for item in items {
+        let mut each = spec.clone();
+        each.vars.params.insert("item".into(), item);
+        each.vars.params.insert("ansible_loop_var".into(), Value::from("item"));
+        let Some(mut each) = resolved(f, &kind, each) else { return };
         let start = out.len();
-        let keywords = std::mem::take(&mut spec.keywords);
-        role(f, spec, out);
+        let keywords = std::mem::take(&mut each.keywords);
+        role(f, each, out);
         include::dynamic(f, node, key, keywords, start, out);
-    } else {
-        role(f, spec, out);
     }
+}
+
+/// `spec` with its name and `tasks_from` rendered where they are templates of what is known
+/// when the playbook is loaded (known.rs); `None` (reported) where they read anything else.
+fn resolved(f: &mut Front, kind: &str, mut spec: Spec) -> Option<Spec> {
+    let (l, c, n) = spec.at;
+    let scope = spec.vars.scope();
+    if is_template(&spec.name) {
+        match known::with(f, scope.clone(), |f| known::text(f, &spec.name, (l, c))) {
+            Some(name) => spec.name = name,
+            None => {
+                let m = format!("{kind}: a templated role name ('{}') is not supported", spec.name);
+                f.p.add_len(l, c, n, m, "here", Some(KNOWN_HELP.into()));
+                return None;
+            }
+        }
+    }
+    if let Some(from) = spec.tasks_from.clone().filter(|t| is_template(t)) {
+        match known::with(f, scope, |f| known::text(f, &from, (l, c))) {
+            Some(t) => spec.tasks_from = Some(t),
+            None => {
+                let m = format!("{kind}: a templated tasks_from ('{from}') is not supported");
+                f.p.add_len(l, c, n, m, "here", Some(KNOWN_HELP.into()));
+                return None;
+            }
+        }
+    }
+    Some(spec)
 }
 
 /// Ansible's default roles_path, where ansible.cfg sets none.
@@ -501,7 +588,9 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     let tasks_start = out.len();
     let tasks_dir = dir.join("tasks");
     if let Some(path) = role_file(f, &spec, &tasks_dir, spec.tasks_from.as_ref(), "tasks_from") {
-        include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out);
+        known::with(f, own.scope(), |f| {
+            include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out)
+        });
     }
     own.apply(&mut out[tasks_start..]);
     spec.keywords.apply(&mut out[start..]);

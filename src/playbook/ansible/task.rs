@@ -60,7 +60,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("become_flags", ""),
     ("become_exe", ""),
     ("ignore_unreachable", ""),
-    ("action", "write the module as the task's key"),
     ("local_action", ""),
     ("with_fileglob", ""),
     ("with_subelements", ""),
@@ -435,7 +434,10 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         }
     };
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, handler) {
-        Ok(s) => {
+        Ok(mut s) => {
+            if short == "fail" {
+                s.module = Some("fail".into());
+            }
             if let Some(topics) = listen {
                 f.listening.push((s.name.clone(), (f.p.source.name.clone(), s.line), topics));
             }
@@ -583,7 +585,7 @@ fn with_dict(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
 }
 
 /// One `{{ expression }}` and nothing else: its expression.
-fn lone_expression(s: &str) -> Option<&str> {
+pub(super) fn lone_expression(s: &str) -> Option<&str> {
     let t = s.trim();
     (t.starts_with("{{") && t.ends_with("}}") && t.matches("{{").count() == 1)
         .then(|| t.trim_start_matches("{{").trim_end_matches("}}").trim())

@@ -18,6 +18,9 @@ pub struct Inherit {
     pub when: Vec<String>,
     pub tags: Vec<String>,
     pub r#become: Option<bool>,
+    /// `check_mode`, for each task that sets none (as Ansible's tasks inherit it from their
+    /// parent include or import).
+    pub check_mode: Option<bool>,
     /// Below each task's own `vars`.
     pub vars: Map<String, Value>,
     /// Above each task's own `vars` (a role's parameters).
@@ -25,7 +28,7 @@ pub struct Inherit {
 }
 
 impl Inherit {
-    /// Reads `when`, `tags`, `become` and `vars` of an include or role entry; `None` when the key
+    /// Reads `when`, `tags`, `become`, `check_mode` and `vars` of an include or role entry; `None` when the key
     /// is none of them.
     pub fn keyword(&mut self, f: &mut Front, k: &Key, v: &Node) -> Option<()> {
         match k.name.as_str() {
@@ -54,6 +57,7 @@ impl Inherit {
                 Value::Bool(b) => self.r#become = Some(b),
                 _ => f.p.add_key(k, format!("become: must be a literal boolean, not {}", v.what()), None),
             },
+            "check_mode" => self.check_mode = super::task::flag(f, k, v),
             "vars" => match v.to_value() {
                 Value::Object(m) => self.vars.extend(m),
                 Value::Null => {}
@@ -62,6 +66,14 @@ impl Inherit {
             _ => return None,
         }
         Some(())
+    }
+
+    /// The variables these keywords set, as the included tasks see them (parameters over vars):
+    /// for templates rendered when the playbook is loaded (known.rs).
+    pub fn scope(&self) -> Map<String, Value> {
+        let mut m = self.vars.clone();
+        m.extend(self.params.clone());
+        m
     }
 
     /// Applies these keywords to `steps` (brought in from elsewhere): the conditions before each
@@ -92,6 +104,9 @@ impl Inherit {
             if s.def.r#become.is_none() {
                 s.def.r#become = self.r#become;
             }
+            if s.def.check_mode.is_none() {
+                s.def.check_mode = self.check_mode;
+            }
             if !self.vars.is_empty() || !self.params.is_empty() {
                 let mut vars: indexmap::IndexMap<String, Value> = self.vars.clone().into_iter().collect();
                 vars.extend(std::mem::take(&mut s.def.vars));
@@ -106,7 +121,8 @@ impl Inherit {
 /// when the playbook is loaded (`out[start..]`): Ansible counts the include itself in the
 /// recap (ok, or skipped by its `when`), so a step that does nothing stands for it, before
 /// them; its tags are its own only (the included tasks answer `--tags` by theirs, as in
-/// Ansible); its `when` is each included task's too, where Ansible decides it once.
+/// Ansible); its `when` is each included task's too, where Ansible decides it once, and where
+/// it is skipped its tasks are passed over unseen (`Step::within`), as Ansible never reads them.
 pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>) {
     let name = node
         .as_map()
@@ -121,13 +137,22 @@ pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: u
         def["when"] = Value::from(inherit.when.clone());
     }
     let def = serde_json::from_value(def).expect("a valid assert step");
+    let id = f.next_include;
+    f.next_include += 1;
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, false) {
         // An include in an included file gets that file when its steps do (tasks_file).
-        Ok(s) => out.insert(start, s),
-        Err(e) => f.p.errors.push(e),
+        Ok(mut s) => {
+            s.include = Some(id);
+            out.insert(start, s)
+        }
+        Err(e) => {
+            f.p.errors.push(e);
+            return;
+        }
     }
     for s in &mut out[start + 1..] {
         s.tag_gates.push(inherit.tags.clone());
+        s.within.push(id);
     }
     Inherit { tags: Vec::new(), ..inherit }.apply(&mut out[start + 1..]);
 }
