@@ -281,6 +281,24 @@ impl Kind for FileArgs {
         let mut o =
             if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) };
         o.result.insert("path".into(), serde_json::json!(a.path));
+        // Ansible's `state` (what the path is now) and, for links and touch, `dest`.
+        if let Some(asked) = a.state {
+            let now = match asked {
+                FileState::File => "file",
+                FileState::Directory => "directory",
+                FileState::Absent => "absent",
+                FileState::Link => "link",
+                FileState::Hard => "hard",
+                FileState::Touch => match super::transfer::stat(cx, &a.path, false).await {
+                    Ok(Some(st)) if st.kind == "directory" => "directory",
+                    _ => "file",
+                },
+            };
+            o.result.insert("state".into(), serde_json::json!(now));
+            if matches!(asked, FileState::Link | FileState::Hard | FileState::Touch) {
+                o.result.insert("dest".into(), serde_json::json!(a.path));
+            }
+        }
         if cx.diff {
             o.result.insert("diff".into(), ansible_diff(&a.path, state, &String::from_utf8_lossy(&out.stdout)));
         }

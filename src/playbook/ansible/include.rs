@@ -109,7 +109,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
-                Some(format!("{kind} takes: name, when, tags, become, vars")),
+                Some(format!("{kind} takes: name, when, tags, become, become_user, environment, vars")),
             ),
         }
     }
