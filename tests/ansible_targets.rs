@@ -58,7 +58,7 @@ const TARGETS: &[Target] = &[
     role("blockinfile", true),
     role("lineinfile", true),
     role("replace", true),
-    role("file", false),
+    role("file", true),
     role("template", false),
     role("loops", false),
     role("stat", true),

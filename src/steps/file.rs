@@ -203,8 +203,15 @@ impl Kind for FileArgs {
                 }
             }
             FileState::Link => {
-                let Some(src) = &a.src else { return Outcome::failed("src is required for creating new symlinks") };
-                s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8));
+                match &a.src {
+                    Some(src) => s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8)),
+                    // Without src an existing link stays as it is (only its attributes are
+                    // set), as Ansible's ensure_symlink keeps it; nothing else can be linked.
+                    None => s.push_str(
+                        "if [ -L \"$p\" ]; then t=$(readlink -- \"$p\"); FORCE=1; \
+                         else fail 'src is required for creating new symlinks'; fi\n",
+                    ),
+                }
                 if a.src_without_state == Some(true) {
                     s.push_str(
                         "if [ $prev = hard ]; then fail \"$p is a hard link: give state: hard with src\"; \
