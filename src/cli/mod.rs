@@ -155,7 +155,7 @@ impl Cli {
     fn pool(&self, site: &Site, hosts: &[String]) -> Result<Pool> {
         let cfg = SshConfigFile::load(self.ssh_config.as_deref());
         let defaults = self.connect_defaults()?;
-        for h in hosts {
+        for h in hosts.iter().filter(|h| site.inventory.hosts.contains_key(*h)) {
             let mut vars = defaults.clone();
             vars.extend(site.inventory.host_vars(h));
             crate::transport::check_connection_vars(h, &vars).map_err(crate::error::Error::plain)?;

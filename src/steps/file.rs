@@ -193,7 +193,12 @@ impl Kind for FileArgs {
                 s.push_str("printf '%s' \"$NEW\" | while IFS= read -r d; do [ \"$d\" = \"$p\" ] || attrs \"$d\"; done\n");
             }
             FileState::Touch => {
-                s.push_str("if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || do_ created ': > \"$p\"'; fi\n");
+                // A file touch made goes again when its attributes cannot be set, as Ansible
+                // removes it then.
+                s.push_str(
+                    "trap 'rc=$?; [ $rc = 0 ] || [ \"${TOUCHED:-0}\" = 0 ] || rm -f -- \"$p\"; exit $rc' EXIT\n\
+                     if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || { do_ created ': > \"$p\"'; TOUCHED=$((1-CHECK)); }; fi\n",
+                );
             }
             FileState::File => {
                 s.push_str("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then fail \"file ($p) is absent, cannot continue\"; fi\n");

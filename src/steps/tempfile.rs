@@ -43,12 +43,17 @@ impl Kind for TempfileArgs {
             },
             None => "\"${TMPDIR:-/tmp}\"".to_string(),
         };
-        // mktemp makes files 0600 and directories 0700, as mkstemp and mkdtemp do.
+        // Python's names (eight of a-z, 0-9 and _), made exclusively as mkstemp (0600, noclobber)
+        // and mkdtemp (0700) make them; a name taken is drawn again.
+        let make = if dir { "mkdir -m 700 -- \"$p\" 2>/dev/null" } else { "( umask 077; set -C; : > \"$p\" ) 2>/dev/null" };
         let script = format!(
-            "mktemp {}-p {parent} --suffix={} {}",
-            if dir { "-d " } else { "" },
-            shell_quote(suffix),
-            shell_quote(&format!("{prefix}XXXXXXXX"))
+            "d={parent}; [ -d \"$d\" ] || {{ echo \"[Errno 2] No such file or directory: '$d'\" >&2; exit 1; }}; \
+             i=0; while [ $i -lt 100 ]; do i=$((i+1)); \
+             n=$(LC_ALL=C tr -dc 'a-z0-9_' </dev/urandom | head -c 8); p=\"${{d%/}}/\"{}\"$n\"{}; \
+             if {make}; then printf '%s\\n' \"$p\"; exit 0; fi; done; \
+             echo \"No usable temporary file name found\" >&2; exit 1",
+            shell_quote(prefix),
+            shell_quote(suffix)
         );
         let out = match cx.sh(&script, None).await {
             Ok(o) => o,
