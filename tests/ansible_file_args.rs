@@ -33,3 +33,8 @@ fn file_arguments_end_as_ansible_leaves_them() {
 fn template_arguments_end_as_ansible_leaves_them() {
     same_as_ansible("template-args.yml");
 }
+
+#[test]
+fn more_modules_end_as_ansible_leaves_them() {
+    same_as_ansible("more-modules.yml");
+}

@@ -58,7 +58,7 @@ const TARGETS: &[Target] = &[
     role("blockinfile", true),
     role("lineinfile", true),
     role("replace", true),
-    role("file", false),
+    role("file", true),
     role("template", false),
     role("loops", false),
     role("stat", true),
@@ -272,6 +272,9 @@ fn ansible_outcome(t: &Target, dir: &std::path::Path) -> Vec<Outcome> {
             .output()
             .unwrap();
         let text = stdout(&o);
+        // Ansible's whole output beside the report, to see which of its tasks failed.
+        let log = repo().join(format!("target/ansible-targets-{}-{}.log", t.name, pb[0].replace('/', "_")));
+        let _ = std::fs::write(log, &text);
         for line in text.lines().skip_while(|l| !l.starts_with("PLAY RECAP")).skip(1) {
             let Some((_, counts)) = line.split_once(" : ") else { continue };
             for (i, k) in KEYS.iter().enumerate() {

@@ -155,12 +155,23 @@ impl Cli {
     fn pool(&self, site: &Site, hosts: &[String]) -> Result<Pool> {
         let cfg = SshConfigFile::load(self.ssh_config.as_deref());
         let defaults = self.connect_defaults()?;
-        for h in hosts {
+        for h in hosts.iter().filter(|h| site.inventory.hosts.contains_key(*h)) {
             let mut vars = defaults.clone();
             vars.extend(site.inventory.host_vars(h));
             crate::transport::check_connection_vars(h, &vars).map_err(crate::error::Error::plain)?;
         }
-        let specs = hosts.iter().map(|h| HostSpec::from_inventory_with(&site.inventory, h, &cfg, &defaults)).collect();
+        let specs = hosts
+            .iter()
+            .map(|h| {
+                if !site.inventory.hosts.contains_key(h) && crate::plan::is_implicit_localhost(h) {
+                    let mut vars = defaults.clone();
+                    vars.insert("ansible_connection".into(), serde_json::Value::from("local"));
+                    HostSpec::from_vars(h, &vars, &cfg)
+                } else {
+                    HostSpec::from_inventory_with(&site.inventory, h, &cfg, &defaults)
+                }
+            })
+            .collect();
         Ok(Pool::new(specs, self.ssh_options(), self.forks()))
     }
 

@@ -502,7 +502,7 @@ impl Builder<'_> {
                         None,
                     )
                 })?;
-                if !self.site.inventory.hosts.contains_key(&target) {
+                if !self.site.inventory.hosts.contains_key(&target) && !is_implicit_localhost(&target) {
                     return Err(step.source(&pb.source).error_at(
                         step.line,
                         step.column,
@@ -551,6 +551,13 @@ impl Builder<'_> {
         }
         Ok(n)
     }
+}
+
+/// Ansible's implicit localhost: a `delegate_to` naming the controller (when the inventory
+/// does not list it) runs there over a local connection. The controller is no inventory host,
+/// so `--limit` does not choose it: the task runs for the in-limit hosts that delegate to it.
+pub fn is_implicit_localhost(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "::1")
 }
 
 static SUBSCRIPTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(.+)\[[^\]]*\]$").unwrap());

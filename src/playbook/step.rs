@@ -80,6 +80,9 @@ macro_rules! step_def {
             #[serde(default, skip_serializing_if = "std::ops::Not::not")]
             pub ansible: bool,
             pub r#become: Option<bool>,
+            /// Ansible's `become_user` on a task: with `become: true`, the step runs as this
+            /// user (sudo -u, or su), whoever the host's become user is.
+            pub become_user: Option<String>,
             #[serde(default)]
             pub vars: IndexMap<String, Value>,
             #[serde(rename = "loop")]

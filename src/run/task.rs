@@ -302,6 +302,19 @@ impl Job {
             Ok(g) => g,
             Err(e) => return Outcome::failed(e),
         };
+        // Command and shell export their environment themselves (under their guards); any
+        // other module's remote commands get it from the connection, as a module's process would.
+        let kind = step.action.kind();
+        let env: &[(String, String)] = if kind == "command" || kind == "shell" { &[] } else { &guards.environment };
+        // root is the host's own rule (its become settings), as before task-level become users.
+        let become_user = step.def.become_user.as_deref().filter(|u| *u != "root" && step.def.r#become == Some(true));
+        let step_conn;
+        let conn = if become_user.is_some() || !env.is_empty() {
+            step_conn = conn.for_step(become_user, env);
+            &step_conn
+        } else {
+            conn
+        };
         let result_name = step.def.register.clone().unwrap_or_else(|| "result".into());
         let retries = step.def.retries.unwrap_or(if step.def.until.is_some() { 3 } else { 0 });
         let delay = Duration::from_secs(step.def.delay.unwrap_or(5));

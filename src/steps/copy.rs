@@ -1,6 +1,8 @@
 //! `copy`: a file from the bastion (read and hashed once per run, streamed to each host that
 //! needs it) or inline `content` to a host; compared first (size, then sha256 on the host),
-//! written atomically.
+//! written atomically. A directory as `src` is copied whole, as Ansible's copy does it: the
+//! directory itself into `dest` (`src/` ending in a slash: what it holds), each file as one
+//! copy, the missing directories made (with `owner`/`group` when given).
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +39,7 @@ impl Kind for CopyArgs {
                 )
                 .await
             }
+            (None, Some(src)) if cx.local_dir.join(src).is_dir() => copy_dir(cx, a, src).await,
             (None, Some(src)) => {
                 let source = match super::source::source(&cx.local_dir.join(src)).await {
                     Ok(s) => s,
@@ -62,4 +65,93 @@ impl Kind for CopyArgs {
             _ => Outcome::failed("copy needs exactly one of src or content"),
         }
     }
+}
+
+/// The files and directories under `dir`, relative to it, sorted (directories before what they
+/// hold).
+fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<(String, bool)>) -> Result<(), String> {
+    let mut names: Vec<_> = std::fs::read_dir(dir.join(rel))
+        .map_err(|e| format!("cannot read {} on the bastion: {e}", dir.join(rel).display()))?
+        .flatten()
+        .collect();
+    names.sort_by_key(|e| e.file_name());
+    for e in names {
+        let r = if rel.is_empty() {
+            e.file_name().to_string_lossy().into_owned()
+        } else {
+            format!("{rel}/{}", e.file_name().to_string_lossy())
+        };
+        let is_dir = e.path().is_dir();
+        out.push((r.clone(), is_dir));
+        if is_dir {
+            walk(dir, &r, out)?;
+        }
+    }
+    Ok(())
+}
+
+async fn copy_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
+    use crate::template::shell_quote;
+    let local = cx.local_dir.join(src);
+    let dest = a.dest.trim_end_matches('/');
+    let base = match (src.ends_with('/'), local.file_name()) {
+        (false, Some(n)) => format!("{dest}/{}", n.to_string_lossy()),
+        _ => dest.to_string(),
+    };
+    let base = match super::home::expand_home(cx, &base).await {
+        Ok(b) => b,
+        Err(o) => return o,
+    };
+    let mut entries = vec![(String::new(), true)];
+    if let Err(e) = walk(&local, "", &mut entries) {
+        return Outcome::failed(e);
+    }
+    let own = match (a.owner.as_deref(), a.group.as_deref()) {
+        (None, None) => String::new(),
+        (o, g) => format!(
+            " && chown {}{} \"$t\"",
+            o.map(shell_quote).unwrap_or_default(),
+            g.map(|g| format!(":{}", shell_quote(g))).unwrap_or_default()
+        ),
+    };
+    let mut changed = Vec::new();
+    for (rel, is_dir) in entries {
+        let target = if rel.is_empty() { base.clone() } else { format!("{base}/{rel}") };
+        if is_dir {
+            let make = if cx.check { "true".to_string() } else { format!("mkdir -p \"$t\"{own}") };
+            let script = format!(
+                "t={}; if [ -d \"$t\" ]; then exit 0; fi; if [ -e \"$t\" ]; then echo \"$t exists and is not a directory\" >&2; exit 1; fi; {make} && echo CHANGED",
+                shell_quote(&target)
+            );
+            let out = match cx.sh(&script, None).await {
+                Ok(o) => o,
+                Err(o) => return o,
+            };
+            if !out.success() {
+                return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
+            }
+            if String::from_utf8_lossy(&out.stdout).contains("CHANGED") {
+                changed.push(target);
+            }
+            continue;
+        }
+        let source = match super::source::source(&local.join(&rel)).await {
+            Ok(s) => s,
+            Err(e) => return Outcome::failed(e),
+        };
+        let o = ensure_file(cx, &target, Want::Source(source), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+        match o.status {
+            super::Status::Failed | super::Status::Unreachable => return o,
+            super::Status::Changed => changed.push(target),
+            _ => {}
+        }
+    }
+    let mut o = if changed.is_empty() {
+        Outcome::ok(format!("{base} is up to date"))
+    } else {
+        Outcome::changed(format!("copied {}", changed.join(", ")))
+    };
+    o.result.insert("dest".into(), serde_json::json!(format!("{dest}/")));
+    o.result.insert("src".into(), serde_json::json!(local.display().to_string()));
+    o
 }

@@ -193,7 +193,12 @@ impl Kind for FileArgs {
                 s.push_str("printf '%s' \"$NEW\" | while IFS= read -r d; do [ \"$d\" = \"$p\" ] || attrs \"$d\"; done\n");
             }
             FileState::Touch => {
-                s.push_str("if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || do_ created ': > \"$p\"'; fi\n");
+                // A file touch made goes again when its attributes cannot be set, as Ansible
+                // removes it then.
+                s.push_str(
+                    "trap 'rc=$?; [ $rc = 0 ] || [ \"${TOUCHED:-0}\" = 0 ] || rm -f -- \"$p\"; exit $rc' EXIT\n\
+                     if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || { do_ created ': > \"$p\"'; TOUCHED=$((1-CHECK)); }; fi\n",
+                );
             }
             FileState::File => {
                 s.push_str("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then fail \"file ($p) is absent, cannot continue\"; fi\n");
@@ -203,8 +208,15 @@ impl Kind for FileArgs {
                 }
             }
             FileState::Link => {
-                let Some(src) = &a.src else { return Outcome::failed("src is required for creating new symlinks") };
-                s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8));
+                match &a.src {
+                    Some(src) => s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8)),
+                    // Without src an existing link stays as it is (only its attributes are
+                    // set), as Ansible's ensure_symlink keeps it; nothing else can be linked.
+                    None => s.push_str(
+                        "if [ -L \"$p\" ]; then t=$(readlink -- \"$p\"); FORCE=1; \
+                         else fail 'src is required for creating new symlinks'; fi\n",
+                    ),
+                }
                 if a.src_without_state == Some(true) {
                     s.push_str(
                         "if [ $prev = hard ]; then fail \"$p is a hard link: give state: hard with src\"; \
@@ -281,6 +293,24 @@ impl Kind for FileArgs {
         let mut o =
             if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) };
         o.result.insert("path".into(), serde_json::json!(a.path));
+        // Ansible's `state` (what the path is now) and, for links and touch, `dest`.
+        if let Some(asked) = a.state {
+            let now = match asked {
+                FileState::File => "file",
+                FileState::Directory => "directory",
+                FileState::Absent => "absent",
+                FileState::Link => "link",
+                FileState::Hard => "hard",
+                FileState::Touch => match super::transfer::stat(cx, &a.path, false).await {
+                    Ok(Some(st)) if st.kind == "directory" => "directory",
+                    _ => "file",
+                },
+            };
+            o.result.insert("state".into(), serde_json::json!(now));
+            if matches!(asked, FileState::Link | FileState::Hard | FileState::Touch) {
+                o.result.insert("dest".into(), serde_json::json!(a.path));
+            }
+        }
         if cx.diff {
             o.result.insert("diff".into(), ansible_diff(&a.path, state, &String::from_utf8_lossy(&out.stdout)));
         }

@@ -64,6 +64,8 @@ macro_rules! kinds {
             set_fact: SetFact(SetFactArgs),
             setup: Setup(SetupArgs),
             ping: Ping(PingArgs),
+            tempfile: Tempfile(TempfileArgs),
+            pause: Pause(PauseArgs),
         }
     };
 }

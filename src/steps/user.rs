@@ -286,6 +286,25 @@ impl Kind for UserArgs {
         }
         o.result.insert("name".into(), json!(self.name));
         o.result.insert("state".into(), json!(if self.state == Presence::Absent { "absent" } else { "present" }));
+        // The account as Ansible's module returns it once present: uid, group (its gid),
+        // comment, home and shell, from the passwd entry.
+        if self.state == Presence::Present {
+            let script = format!("getent passwd {}", shell_quote(&self.name));
+            if let Ok(r) = cx.sh(&script, None).await
+                && r.success()
+            {
+                let line = String::from_utf8_lossy(&r.stdout).trim().to_string();
+                let f: Vec<&str> = line.split(':').collect();
+                if f.len() >= 7 {
+                    let num = |s: &str| s.parse::<u64>().map(|n| json!(n)).unwrap_or_else(|_| json!(s));
+                    o.result.insert("uid".into(), num(f[2]));
+                    o.result.insert("group".into(), num(f[3]));
+                    o.result.insert("comment".into(), json!(f[4]));
+                    o.result.insert("home".into(), json!(f[5]));
+                    o.result.insert("shell".into(), json!(f[6]));
+                }
+            }
+        }
         o
     }
 }

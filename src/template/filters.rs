@@ -436,6 +436,9 @@ pub fn add(env: &mut Environment<'static>) {
     });
     env.add_test("contains", |a: Value, x: Value| -> Result<bool, Error> { Ok(contains(&items(&a)?, &x)) });
     env.add_test("abs", |p: String| -> bool { p.starts_with('/') });
+    // Python's truth of the value (Ansible's `truthy`/`falsy`, convert_bool left false).
+    env.add_test("truthy", |v: Value| -> bool { v.is_true() });
+    env.add_test("falsy", |v: Value| -> bool { !v.is_true() });
 }
 
 /// Python's methods in templates: pycompat's, plus the list methods it lacks that Ansible's

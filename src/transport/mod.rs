@@ -156,6 +156,44 @@ fn random_hex() -> String {
 pub struct HostConnection {
     pub spec: Arc<HostSpec>,
     pub conn: Connection,
+    /// Variables every command of one step sees (Ansible's task `environment`, which a module's
+    /// process gets): exported at the start of each script, inside become.
+    pub env: Arc<[(String, String)]>,
+}
+
+impl HostConnection {
+    /// This connection for one step: `become_user` (a task's, over the host's become user:
+    /// sudo or su to it, with the host's become password and method) and `env` on each command.
+    pub fn for_step(&self, become_user: Option<&str>, env: &[(String, String)]) -> HostConnection {
+        let mut c = self.clone();
+        if let Some(u) = become_user {
+            let mut spec = (*self.spec).clone();
+            let b = spec.r#become.take();
+            spec.r#become = Some(spec::Become {
+                user: u.to_string(),
+                password: b.as_ref().and_then(|b| b.password.clone()),
+                su: b.is_some_and(|b| b.su),
+            });
+            c.spec = Arc::new(spec);
+        }
+        if !env.is_empty() {
+            c.env = env.iter().cloned().collect();
+        }
+        c
+    }
+
+    /// `command` with the step's environment exported first.
+    fn with_env<'a>(&self, command: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.env.is_empty() {
+            return std::borrow::Cow::Borrowed(command);
+        }
+        let mut s = String::new();
+        for (k, v) in self.env.iter() {
+            s.push_str(&format!("export {k}={}; ", crate::template::shell_quote(v)));
+        }
+        s.push_str(command);
+        std::borrow::Cow::Owned(s)
+    }
 }
 
 impl HostConnection {
@@ -186,6 +224,8 @@ impl HostConnection {
     }
 
     pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecOutput, TransportError> {
+        let command = self.with_env(req.command);
+        let req = ExecRequest { command: &command, ..req };
         let Some(sudo) = sudo::Sudo::for_spec(&self.spec) else {
             return match &self.conn {
                 Connection::Ssh(c) => {
@@ -285,7 +325,7 @@ impl Pool {
                     Connection::Ssh(Arc::new(c))
                 }
             };
-            Ok(HostConnection { spec, conn })
+            Ok(HostConnection { spec, conn, env: Arc::new([]) })
         })
         .await
         .clone()

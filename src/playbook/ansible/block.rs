@@ -43,6 +43,7 @@ struct Inherited {
     when: Option<Condition>,
     tags: Vec<String>,
     r#become: Option<bool>,
+    become_user: Option<String>,
     vars: IndexMap<String, Value>,
     ignore_errors: bool,
     delegate_to: Option<String>,
@@ -73,11 +74,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             }
             "tags" => inherited.tags = task::names(f, k, v, true).unwrap_or_default(),
             "become" => inherited.r#become = task::flag(f, k, v),
-            "become_user" => {
-                if v.as_str() != Some("root") {
-                    f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
-                }
-            }
+            "become_user" => inherited.become_user = task::become_user(f, k, v),
             "vars" => inherited.vars = task::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
             "ignore_errors" => inherited.ignore_errors = task::flag(f, k, v).unwrap_or(false),
             "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
@@ -223,6 +220,9 @@ fn inherit(b: &Inherited, s: &mut Step) {
         }
     }
     d.r#become = d.r#become.or(b.r#become);
+    if d.become_user.is_none() {
+        d.become_user = b.become_user.clone();
+    }
     d.check_mode = d.check_mode.or(b.check_mode);
     d.diff = d.diff.or(b.diff);
     for (k, v) in &b.vars {
@@ -233,11 +233,8 @@ fn inherit(b: &Inherited, s: &mut Step) {
     if d.delegate_to.is_none() {
         d.delegate_to = b.delegate_to.clone();
     }
-    let kind = s.action.kind();
-    if kind == "command" || kind == "shell" {
-        for (k, v) in &b.environment {
-            d.environment.entry(k.clone()).or_insert_with(|| v.clone());
-        }
+    for (k, v) in &b.environment {
+        d.environment.entry(k.clone()).or_insert_with(|| v.clone());
     }
     if d.notify.is_none()
         && let Some(n) = &b.notify

@@ -108,7 +108,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
-                Some(format!("{kind} takes: name, when, tags, become, check_mode, vars")),
+                Some(format!("{kind} takes: name, when, tags, become, become_user, check_mode, environment, vars")),
             ),
         }
     }

@@ -29,6 +29,7 @@ pub const SUPPORTED: &[&str] = &[
     "lineinfile",
     "meta",
     "package",
+    "pause",
     "ping",
     "raw",
     "reboot",
@@ -42,6 +43,7 @@ pub const SUPPORTED: &[&str] = &[
     "systemd",
     "systemd_service",
     "template",
+    "tempfile",
     "user",
     "wait_for",
     "yum",
@@ -58,7 +60,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("mount", ""),
     ("hostname", ""),
     ("wait_for_connection", ""),
-    ("pause", ""),
     ("git", ""),
     ("pip", ""),
     ("cron", ""),
@@ -72,7 +73,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("known_hosts", ""),
     ("service_facts", ""),
     ("package_facts", ""),
-    ("tempfile", ""),
     ("archive", ""),
     ("assemble", ""),
     ("getent", ""),
@@ -92,6 +92,9 @@ pub struct Translated {
     pub kind: Option<&'static str>,
     pub args: Value,
     pub fields: Map<String, Value>,
+    /// A problem Ansible's module reports when the task runs (a required argument missing):
+    /// this message, and the plan-time problem for a task that does not tolerate failing.
+    pub fails: Option<(String, String)>,
 }
 
 /// The short name of a module key (`ansible.builtin.copy` → `copy`), if it is one copctl may
@@ -421,6 +424,7 @@ pub fn translate(
     let dir = dirs.last().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut fields = Map::new();
     let mut out = Map::new();
+    let mut fails = None;
     let kind: &'static str = match name {
         "command" | "shell" => {
             // The only `k=v` words Ansible takes out of a command line (splitter.py's parse_kv
@@ -458,7 +462,7 @@ pub fn translate(
             a.finish(takes);
             let line = line?;
             if name == "shell" {
-                return Some(Translated { kind: Some("shell"), args: line, fields });
+                return Some(Translated { kind: Some("shell"), args: line, fields, fails: None });
             }
             // `command` runs no shell: the words are split as Ansible splits them (shlex), each
             // passed as one argument, so `$HOME` or `>` mean themselves as in Ansible.
@@ -474,7 +478,7 @@ pub fn translate(
                 Value::String(s) => split_args(&s).iter().map(|w| Value::String(unquote(w))).collect(),
                 _ => return None,
             };
-            return Some(Translated { kind: Some("command"), args: Value::Array(argv), fields });
+            return Some(Translated { kind: Some("command"), args: Value::Array(argv), fields, fails: None });
         }
         "copy" | "template" => {
             let mut a = Args::new(p, name, node, extra, None);
@@ -540,7 +544,9 @@ pub fn translate(
                     }
                     Value::String(s) => {
                         let sub = if name == "copy" { "files" } else { "templates" };
-                        match find_beside(dirs, sub, s) {
+                        let found = find_beside(dirs, sub, s)
+                            .or_else(|| if name == "copy" { find_dir_beside(dirs, sub, s) } else { None });
+                        match found {
                             Some(found) => {
                                 out.insert("src".into(), json!(found));
                             }
@@ -557,16 +563,6 @@ pub fn translate(
                                     _ => format!("looked in {sub}/{s} and {s} under {}", list_dirs(dirs)),
                                 }),
                             ),
-                        }
-                        if name == "copy" && s.ends_with('/') {
-                            a.p.add_len(
-                                src.line,
-                                src.column,
-                                3,
-                                "copy: copying a directory is not supported yet".into(),
-                                "this argument",
-                                None,
-                            );
                         }
                     }
                     _ => a.p.add_len(src.line, src.column, 3, format!("{name}: src must be text"), "here", None),
@@ -650,7 +646,7 @@ pub fn translate(
                 out.insert("diff_peek".into(), json!(true));
             }
             if !out.contains_key("path") {
-                a.missing("path");
+                fails = Some(("missing required arguments: path".to_string(), "file: path is required".to_string()));
             }
             a.finish(&[
                 "path",
@@ -790,7 +786,7 @@ pub fn translate(
                 a.finish(&["msg"]);
                 out.insert("that".into(), json!(["false"]));
                 out.insert("fail_msg".into(), json!(msg));
-                return Some(Translated { kind: Some("assert"), args: Value::Object(out), fields });
+                return Some(Translated { kind: Some("assert"), args: Value::Object(out), fields, fails: None });
             }
             match a.value(&["that"]) {
                 Some(Value::Array(v)) => {
@@ -957,6 +953,44 @@ pub fn translate(
             a.finish(&["reboot_timeout", "msg"]);
             "reboot"
         }
+        "tempfile" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("file", "file"), ("directory", "directory")], "state: file or directory"),
+            );
+            for k in ["path", "prefix", "suffix"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            a.finish(&["state", "path", "prefix", "suffix"]);
+            "tempfile"
+        }
+        "pause" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            let seconds = a.number(&["seconds"]);
+            let minutes = a.number(&["minutes"]);
+            if seconds.is_some() && minutes.is_some() {
+                let (l, c) = a.at;
+                a.p.add(l, c, "pause: parameters are mutually exclusive: minutes|seconds".into(), "here", None);
+            }
+            if seconds.is_none() && minutes.is_none() {
+                let (l, c) = a.at;
+                a.p.add(
+                    l,
+                    c,
+                    "pause: waiting for a key press (no seconds or minutes) is not supported".into(),
+                    "here",
+                    Some("copctl runs without a terminal to answer a prompt: give seconds or minutes".into()),
+                );
+            }
+            put(&mut out, "seconds", seconds);
+            put(&mut out, "minutes", minutes);
+            put(&mut out, "prompt", a.text(&["prompt"]));
+            put(&mut out, "echo", a.bool_literal(&["echo"]));
+            a.finish(&["seconds", "minutes", "prompt", "echo"]);
+            "pause"
+        }
         "ping" => {
             let mut a = Args::new(p, name, node, extra, None);
             put(&mut out, "data", a.text(&["data"]));
@@ -977,7 +1011,7 @@ pub fn translate(
                 p.add(node.line, node.column, "raw: the command is required".into(), "here", None);
                 return None;
             };
-            return Some(Translated { kind: Some("shell"), args: json!(line), fields });
+            return Some(Translated { kind: Some("shell"), args: json!(line), fields, fails: None });
         }
         "replace" => {
             let mut a = Args::new(p, name, node, extra, None);
@@ -1152,7 +1186,7 @@ pub fn translate(
                 None => out.extend(vars),
             }
             if out.is_empty() {
-                return Some(Translated { kind: None, args: Value::Null, fields });
+                return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
             }
             "set_fact"
         }
@@ -1203,7 +1237,7 @@ pub fn translate(
         "meta" => {
             let what = node.as_str().unwrap_or_default().trim().to_string();
             if what == "noop" {
-                return Some(Translated { kind: None, args: Value::Null, fields });
+                return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
             }
             let help = "copctl runs meta: noop and meta: flush_handlers only";
             p.add(node.line, node.column, format!("meta: {what} is not supported yet"), "here", Some(help.into()));
@@ -1211,7 +1245,7 @@ pub fn translate(
         }
         _ => unreachable!("not in SUPPORTED: {name}"),
     };
-    Some(Translated { kind: Some(kind), args: Value::Object(out), fields })
+    Some(Translated { kind: Some(kind), args: Value::Object(out), fields, fails })
 }
 
 /// A condition as text (`that: true` is the expression `true`).
@@ -1233,6 +1267,19 @@ fn find_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
         .flat_map(|dir| [dir.join(sub).join(src), dir.join(src)])
         .find(|p| p.is_file())
         .map(|p| std::path::absolute(&p).unwrap_or(p).display().to_string())
+}
+
+/// A directory `src` of copy, where find_beside looks for a file (a trailing `/` kept: it
+/// means the directory's contents).
+fn find_dir_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
+    let slash = if src.ends_with('/') { "/" } else { "" };
+    if Path::new(src).is_absolute() {
+        return Path::new(src).is_dir().then(|| src.to_string());
+    }
+    dirs.iter()
+        .flat_map(|dir| [dir.join(sub).join(src), dir.join(src)])
+        .find(|p| p.is_dir())
+        .map(|p| format!("{}{slash}", std::path::absolute(&p).unwrap_or(p).display().to_string().trim_end_matches('/')))
 }
 
 fn list_dirs(dirs: &[PathBuf]) -> String {

@@ -180,6 +180,17 @@ pub(super) fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Opt
     Some(out)
 }
 
+/// `become_user`: a user named literally (the step's connection is chosen before templates
+/// render for it).
+pub(super) fn become_user(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
+    let u = text(f, k, v)?;
+    if u.contains("{{") || u.contains("{%") {
+        f.p.add_key(k, "become_user from a template is not supported yet".into(), Some("name the user".into()));
+        return None;
+    }
+    Some(u)
+}
+
 /// A mapping of variables.
 pub(super) fn vars(f: &mut Front, k: &Key, v: &Node) -> Option<Map<String, Value>> {
     match (&v.kind, v.to_value()) {
@@ -211,7 +222,6 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let mut unknown: Vec<&Key> = Vec::new();
     let mut def = Map::new();
     let mut args: Option<&Node> = None;
-    let mut environment: Option<&Key> = None;
     let mut until_at: Option<&Key> = None;
     let mut retries_at: Option<&Key> = None;
     let mut listen: Option<Vec<String>> = None;
@@ -284,12 +294,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         loop_items(f, k, v)
                     }
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
-                    "become_user" => {
-                        if v.as_str() != Some("root") {
-                            f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
-                        }
-                        None
-                    }
+                    "become_user" => become_user(f, k, v).map(Value::from),
                     "until" => {
                         until_at = Some(k);
                         match condition(f, k, v) {
@@ -309,22 +314,19 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     }
                     "delay" | "timeout" => number(f, k, v).map(Value::from),
                     "vars" => vars(f, k, v).map(Value::Object),
-                    "environment" => {
-                        environment = Some(k);
-                        vars(f, k, v).map(|m| {
-                            Value::Object(
-                                m.into_iter()
-                                    .map(|(k, v)| {
-                                        let t = match v {
-                                            Value::String(s) => s,
-                                            other => other.to_string(),
-                                        };
-                                        (k, Value::String(t))
-                                    })
-                                    .collect(),
-                            )
-                        })
-                    }
+                    "environment" => vars(f, k, v).map(|m| {
+                        Value::Object(
+                            m.into_iter()
+                                .map(|(k, v)| {
+                                    let t = match v {
+                                        Value::String(s) => s,
+                                        other => other.to_string(),
+                                    };
+                                    (k, Value::String(t))
+                                })
+                                .collect(),
+                        )
+                    }),
                     "args" => {
                         args = Some(v);
                         None
@@ -389,8 +391,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     if short.is_empty() {
         return None;
     }
-    let t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
-    let Some(kind) = t.kind else {
+    let mut t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
+    let Some(mut kind) = t.kind else {
         // A `meta: noop` handler may still be notified: it does nothing, as Ansible's shows
         // no result for it.
         if handler && let Some(n) = def.get("name").and_then(Value::as_str) {
@@ -398,11 +400,16 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         }
         return None;
     };
-    if let Some(e) = environment
-        && kind != "command"
-        && kind != "shell"
-    {
-        f.p.add_key(e, format!("environment on a {} task is not supported (command and shell only)", mk.name), None);
+    if let Some((msg, problem)) = t.fails.take() {
+        // Ansible fails such a task on each host when it runs: one that says it may fail (its
+        // own ignore_errors or failed_when) fails there with Ansible's message; any other
+        // would only ever fail, so it is refused now.
+        if def.get("ignore_errors") == Some(&Value::Bool(true)) || def.contains_key("failed_when") {
+            kind = "assert";
+            t.args = json!({"that": ["false"], "fail_msg": msg});
+        } else {
+            f.p.add(mv.line, mv.column, problem, "in these arguments", None);
+        }
     }
     for (k, v) in t.fields {
         def.entry(k).or_insert(v);

@@ -21,6 +21,9 @@ pub struct Inherit {
     /// `check_mode`, for each task that sets none (as Ansible's tasks inherit it from their
     /// parent include or import).
     pub check_mode: Option<bool>,
+    pub become_user: Option<String>,
+    /// Under each task's own `environment`.
+    pub environment: Vec<(String, String)>,
     /// Below each task's own `vars`.
     pub vars: Map<String, Value>,
     /// Above each task's own `vars` (a role's parameters).
@@ -28,8 +31,8 @@ pub struct Inherit {
 }
 
 impl Inherit {
-    /// Reads `when`, `tags`, `become`, `check_mode` and `vars` of an include or role entry; `None` when the key
-    /// is none of them.
+    /// Reads `when`, `tags`, `become`, `become_user`, `check_mode`, `environment` and `vars` of
+    /// an include or role entry; `None` when the key is none of them.
     pub fn keyword(&mut self, f: &mut Front, k: &Key, v: &Node) -> Option<()> {
         match k.name.as_str() {
             "when" => match v.to_value() {
@@ -58,6 +61,16 @@ impl Inherit {
                 _ => f.p.add_key(k, format!("become: must be a literal boolean, not {}", v.what()), None),
             },
             "check_mode" => self.check_mode = super::task::flag(f, k, v),
+            "become_user" => self.become_user = super::task::become_user(f, k, v),
+            "environment" => {
+                for (name, value) in super::task::vars(f, k, v).unwrap_or_default() {
+                    let t = match value {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    self.environment.push((name, t));
+                }
+            }
             "vars" => match v.to_value() {
                 Value::Object(m) => self.vars.extend(m),
                 Value::Null => {}
@@ -106,6 +119,12 @@ impl Inherit {
             }
             if s.def.check_mode.is_none() {
                 s.def.check_mode = self.check_mode;
+            }
+            if s.def.become_user.is_none() {
+                s.def.become_user = self.become_user.clone();
+            }
+            for (k, v) in &self.environment {
+                s.def.environment.entry(k.clone()).or_insert_with(|| v.clone());
             }
             if !self.vars.is_empty() || !self.params.is_empty() {
                 let mut vars: indexmap::IndexMap<String, Value> = self.vars.clone().into_iter().collect();
