@@ -188,7 +188,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, user, wait_for, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, pause, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, tempfile, user, wait_for, yum
 
 "#,
     );
@@ -231,7 +231,7 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: seconds=5\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      no_log: true\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
@@ -245,15 +245,15 @@ Error:
    `----
 
 Error: 
-  x site.yml:4:7: module 'pause' is not supported yet
-   ,-[site.yml:4:7]
+  x site.yml:4:14: pause: waiting for a key press (no seconds or minutes) is not supported
+   ,-[site.yml:4:14]
  3 |   tasks:
- 4 |     - pause: seconds=5
-   :       ^^|^^
-   :         `-- here
+ 4 |     - pause: prompt=go
+   :              ^^^^|^^^^
+   :                  `-- here
  5 |     - copy:
    `----
-  help: copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, user, wait_for, yum
+  help: copctl runs without a terminal to answer a prompt: give seconds or minutes
 
 Error: 
   x site.yml:9:9: copy: backup other than false is not supported

@@ -456,6 +456,13 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
     }
 }
 
+/// A task its `when` skips, with the reason Ansible registers (`skip_reason`).
+fn when_false() -> Outcome {
+    let mut o = Outcome::skipped("conditional result was False");
+    o.result.insert("skip_reason".into(), json!("Conditional result was False"));
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -473,11 +480,4 @@ mod tests {
         assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
         assert!(last.get("nextitem").is_none());
     }
-}
-
-/// A task its `when` skips, with the reason Ansible registers (`skip_reason`).
-fn when_false() -> Outcome {
-    let mut o = Outcome::skipped("conditional result was False");
-    o.result.insert("skip_reason".into(), json!("Conditional result was False"));
-    o
 }
