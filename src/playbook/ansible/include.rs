@@ -180,8 +180,8 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         f.p.add(line, column, format!("{kind}: {rel} not found"), "this file", Some(format!("looked for {list}")));
         return;
     };
-    if handler && kind == "include_tasks" {
-        f.p.add_key(key, "include_tasks in handlers is not supported yet".into(), Some("write import_tasks".into()));
+    if handler && kind == "include_tasks" && looped.is_some() {
+        f.p.add_key(key, "include_tasks with a loop in handlers is not supported yet".into(), None);
         return;
     }
     // The file's own includes are looked for beside it; its sources where the includer's are.
@@ -210,6 +210,28 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     }
     let start = out.len();
     f.include_tags.push(inherit.tags.clone());
+    if handler && kind == "include_tasks" {
+        // A handler that includes tasks: the include (named as the handler) and the file's
+        // tasks, which the handler's name finds as a topic, in order.
+        let flushes = f.flush_before.len();
+        known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, false, out));
+        if f.flush_pending.take().is_some() || f.flush_before.len() != flushes {
+            f.flush_before.truncate(flushes);
+            f.p.add_key(key, "meta: flush_handlers in a handler's included tasks: Ansible refuses it".into(), None);
+        }
+        f.include_tags.pop();
+        dynamic(f, node, key, inherit, start, out);
+        let Some(handler_name) = out.get(start).map(|s| s.name.clone()) else { return };
+        for s in &mut out[start + 1..] {
+            s.name = format!("{handler_name} › {}", s.name);
+            s.def.name = Some(s.name.clone());
+        }
+        for s in &out[start + 1..] {
+            let id = super::ident(f, s);
+            f.listening.push((s.name.clone(), id, vec![handler_name.clone()]));
+        }
+        return;
+    }
     known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, handler, out));
     f.include_tags.pop();
     if kind == "include_tasks" {
