@@ -273,22 +273,116 @@ pub fn host_context(
     Value::from_object(ctx)
 }
 
-/// `lookup(kind, args...)` on the bastion, as Ansible runs lookups: `env` (an unset variable is
-/// an error here, not Ansible's silent empty string, unless a default is given as the second
-/// argument) and `file` (the text without its trailing newline, as Ansible's `rstrip`).
-fn lookup(kind: String, args: minijinja::value::Rest<String>) -> Result<Value, minijinja::Error> {
+/// The lookups copctl runs, for its refusal.
+const LOOKUPS: &str = "env, file and list";
+
+/// Ansible's lookup plugin `kind` over `terms`, on the bastion: its list of results.
+/// `env` (an unset variable is an error here, not Ansible's silent empty string, unless a
+/// default is given as the second term), `file` (found as Ansible finds it: in `files/` and then
+/// in each directory of the task's `ansible_search_path`, else from where copctl runs; `rstrip`
+/// (default) and `lstrip` as its options) and `list` (the terms as they are).
+fn run_lookup(
+    state: &minijinja::State,
+    kind: &str,
+    terms: &[Value],
+    kw: &minijinja::value::Kwargs,
+) -> Result<Vec<Value>, minijinja::Error> {
     let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
-    match (kind.as_str(), args.as_slice()) {
-        ("env", [name]) => std::env::var(name)
-            .map(Value::from)
-            .map_err(|_| fail(format!("lookup('env', '{name}'): the environment variable {name} is not set"))),
-        ("env", [name, default]) => Ok(Value::from(std::env::var(name).unwrap_or_else(|_| default.clone()))),
-        ("file", [path]) => std::fs::read_to_string(path)
-            .map(|t| Value::from(t.trim_end_matches(['\n', '\r']).to_string()))
-            .map_err(|e| fail(format!("lookup('file', '{path}'): cannot read {path}: {e}"))),
-        ("env" | "file", _) => Err(fail(format!("lookup('{kind}', ...) takes one argument (env: and a default)"))),
-        (other, _) => Err(fail(format!("lookup('{other}', ...): copctl has the env and file lookups"))),
+    let text = |v: &Value| match v.as_str() {
+        Some(s) => Ok(s.to_string()),
+        None => Err(fail(format!("lookup('{kind}', ...): each term is text, not {v}"))),
+    };
+    let out = match kind {
+        "env" => {
+            let names = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
+            match names.as_slice() {
+                [name] => vec![Value::from(std::env::var(name).map_err(|_| {
+                    fail(format!("lookup('env', '{name}'): the environment variable {name} is not set"))
+                })?)],
+                [name, default] => vec![Value::from(std::env::var(name).unwrap_or_else(|_| default.clone()))],
+                _ => return Err(fail("lookup('env', ...) takes one argument (and a default)".into())),
+            }
+        }
+        "file" => {
+            let lstrip: bool = kw.get::<Option<bool>>("lstrip")?.unwrap_or(false);
+            let rstrip: bool = kw.get::<Option<bool>>("rstrip")?.unwrap_or(true);
+            let search: Vec<String> = state
+                .lookup("ansible_search_path")
+                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
+                .unwrap_or_default();
+            let mut out = Vec::new();
+            for term in terms {
+                let term = text(term)?;
+                let path = find_file(&search, "files", &term);
+                let t = std::fs::read_to_string(&path)
+                    .map_err(|e| fail(format!("lookup('file', '{term}'): cannot read {}: {e}", path.display())))?;
+                let t = if lstrip { t.trim_start() } else { &t };
+                let t = if rstrip { t.trim_end() } else { t };
+                out.push(Value::from(t));
+            }
+            out
+        }
+        "list" => terms.to_vec(),
+        other => return Err(fail(format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"))),
+    };
+    kw.assert_all_used()?;
+    Ok(out)
+}
+
+/// Where Ansible's lookups find a relative file (its `path_dwim_relative_stack`): `sub/name`
+/// and then `name` in each directory of `search`; else the name as it is (from where copctl
+/// runs, when there is no search path).
+fn find_file(search: &[String], sub: &str, name: &str) -> PathBuf {
+    let name_path = Path::new(name);
+    if name_path.is_absolute() || name.starts_with('~') {
+        return name_path.to_path_buf();
     }
+    let in_sub = name.split('/').next() != Some(sub);
+    search
+        .iter()
+        .flat_map(|d| {
+            let d = Path::new(d);
+            [in_sub.then(|| d.join(sub).join(name)), Some(d.join(name))]
+        })
+        .flatten()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| name_path.to_path_buf())
+}
+
+/// The arguments of `lookup(kind, terms..., options...)`: the kind, the terms, the options.
+fn lookup_args(args: &[Value]) -> Result<(String, Vec<Value>, minijinja::value::Kwargs), minijinja::Error> {
+    let (pos, kw): (&[Value], minijinja::value::Kwargs) = minijinja::value::from_args(args)?;
+    let Some((kind, terms)) = pos.split_first() else {
+        return Err(minijinja::Error::new(ErrorKind::MissingArgument, "lookup: the lookup's name is missing"));
+    };
+    let kind = kind.as_str().ok_or_else(|| {
+        minijinja::Error::new(ErrorKind::InvalidOperation, format!("lookup: the lookup's name is text, not {kind}"))
+    })?;
+    Ok((kind.to_string(), terms.to_vec(), kw))
+}
+
+/// `lookup(kind, terms..., wantlist=False)` as Ansible gives its result: with `wantlist` the
+/// list; else none for no result, one result as it is, several texts joined with commas.
+fn lookup(state: &minijinja::State, args: minijinja::value::Rest<Value>) -> Result<Value, minijinja::Error> {
+    let (kind, terms, kw) = lookup_args(&args)?;
+    let wantlist: bool = kw.get::<Option<bool>>("wantlist")?.unwrap_or(false);
+    let mut out = run_lookup(state, &kind, &terms, &kw)?;
+    Ok(match out.len() {
+        _ if wantlist => Value::from(out),
+        0 => Value::from(()),
+        1 => out.remove(0),
+        _ if out.iter().all(|v| v.as_str().is_some()) => {
+            Value::from(out.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+        }
+        _ => Value::from(out),
+    })
+}
+
+/// `query(kind, terms...)` (and `q`): the lookup's list, always.
+fn query(state: &minijinja::State, args: minijinja::value::Rest<Value>) -> Result<Value, minijinja::Error> {
+    let (kind, terms, kw) = lookup_args(&args)?;
+    let _: Option<bool> = kw.get("wantlist")?;
+    Ok(Value::from(run_lookup(state, &kind, &terms, &kw)?))
 }
 
 /// One template's text rendered as Ansible renders it: its `#jinja2:` line applied, Jinja's
@@ -661,7 +755,8 @@ fn add_filters(env: &mut Environment<'static>) {
     // item), as its `items` lookup does. Used by the Ansible front-end's loops.
     env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
         use minijinja::value::ValueKind;
-        if v.kind() == ValueKind::String {
+        // Not a list: one term, as Ansible gives a with_ lookup (a text, a mapping).
+        if !matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable) {
             return Ok(Value::from(vec![v]));
         }
         let mut out = Vec::new();
@@ -674,18 +769,64 @@ fn add_filters(env: &mut Environment<'static>) {
         }
         Ok(Value::from(out))
     });
+    // Ansible's `with_list` over a templated value: a list as it is, anything else its one item
+    // (its task executor makes a lone term a list).
+    env.add_filter("with_list_terms", |v: Value| -> Value {
+        use minijinja::value::ValueKind;
+        if matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable) { v } else { Value::from(vec![v]) }
+    });
+    // Ansible's `with_dict` over a templated value: each term (a mapping, or each of a list's)
+    // as its `{key, value}` items, and Ansible's error for a term that is not a mapping.
+    env.add_filter("with_dict_items", |v: Value| -> Result<Value, minijinja::Error> {
+        use minijinja::value::ValueKind;
+        let terms: Vec<Value> = match v.kind() {
+            ValueKind::Seq | ValueKind::Iterable => v.try_iter()?.collect(),
+            _ => vec![v],
+        };
+        let mut out = Vec::new();
+        for term in terms {
+            if term.kind() != ValueKind::Map {
+                let class = match term.kind() {
+                    ValueKind::Number if term.is_integer() => "int",
+                    ValueKind::Number => "float",
+                    ValueKind::String => "str",
+                    ValueKind::Bool => "bool",
+                    ValueKind::None | ValueKind::Undefined => "NoneType",
+                    _ => "list",
+                };
+                let shown = match term.kind() {
+                    ValueKind::Bool => {
+                        if term.is_true() {
+                            "True".to_string()
+                        } else {
+                            "False".to_string()
+                        }
+                    }
+                    ValueKind::None | ValueKind::Undefined => "None".to_string(),
+                    _ => term.to_string(),
+                };
+                return Err(minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!(
+                        "The lookup plugin 'dict' failed: the 'dict' lookup plugin expects a dictionary, \
+                         got '{shown}' of type <class '{class}'>)"
+                    ),
+                ));
+            }
+            for key in term.try_iter()? {
+                let value = term.get_item(&key)?;
+                out.push(Value::from_iter([("key", key), ("value", value)]));
+            }
+        }
+        Ok(Value::from(out))
+    });
     // Ansible's `path is file`: a regular file on the bastion (plan-time checks of settings).
     env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: settings kept out of cleartext
     // files (`registry_password: "{{ lookup('env', 'COP_REGISTRY_PASSWORD') }}"`).
     env.add_function("lookup", lookup);
-    env.add_function(
-        "query",
-        |kind: String, args: minijinja::value::Rest<String>| -> Result<Value, minijinja::Error> {
-            let one = lookup(kind, args)?;
-            Ok(Value::from(vec![one]))
-        },
-    );
+    env.add_function("query", query);
+    env.add_function("q", query);
     // Ansible's `now(utc=False, fmt=None)`: the time as text, `fmt` as Python's strftime
     // (`%f` its microseconds).
     env.add_function("now", |kw: minijinja::value::Kwargs| -> Result<Value, minijinja::Error> {
@@ -885,7 +1026,7 @@ mod tests {
         let src = format!("{{{{ lookup('file', '{}') }}}}|{{{{ query('env', 'PATH') | length }}}}", f.display());
         assert_eq!(t.render_str(&src, &ctx).unwrap(), "s3cret pass|1");
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
-        assert!(e.to_string().contains("lookup('vault', ...): copctl has the env and file lookups"), "{e}");
+        assert!(e.to_string().contains("lookup('vault', ...): copctl has the env, file and list lookups"), "{e}");
     }
 
     #[derive(Debug)]

@@ -203,6 +203,25 @@ pub(super) fn vars(f: &mut Front, k: &Key, v: &Node) -> Option<Map<String, Value
     }
 }
 
+/// Ansible's `ansible_search_path` for the task being read (its `Task.get_search_path`, the
+/// playbook's directory last): the roles being read, innermost first, the directory of the
+/// task's file, then the playbook's. Where lookups look for files, as Ansible's do.
+fn search_path(f: &Front) -> Value {
+    let real = |p: &std::path::Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+    };
+    let mut out: Vec<std::path::PathBuf> = f.role_chain.iter().rev().cloned().collect();
+    for dir in [f.reading.last().and_then(|file| file.parent()).map(real), std::path::absolute(&f.dir).ok()]
+        .into_iter()
+        .flatten()
+    {
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    Value::Array(out.into_iter().map(|p| Value::String(p.display().to_string())).collect())
+}
+
 /// What a task's keys are.
 enum Role<'a> {
     Keyword,
@@ -414,6 +433,10 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     for (k, v) in t.fields {
         def.entry(k).or_insert(v);
     }
+    // Ansible sets it for every task, over the task's own vars (its task executor's job vars).
+    if let Some(vars) = def.entry("vars").or_insert_with(|| json!({})).as_object_mut() {
+        vars.insert("ansible_search_path".into(), search_path(f));
+    }
     // A task whose `when` is literally false never runs: Ansible skips it before resolving
     // where it would have run, so its `delegate_to` names no host to check.
     if def.get("when") == Some(&Value::Bool(false)) {
@@ -582,7 +605,7 @@ fn with_dict(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
             if s.trim().starts_with("{{") && s.trim().ends_with("}}") && s.trim().matches("{{").count() == 1 =>
         {
             let expr = s.trim().trim_start_matches("{{").trim_end_matches("}}").trim();
-            Some(Value::String(format!("{{{{ ({expr}) | dict2items }}}}")))
+            Some(Value::String(format!("{{{{ ({expr}) | with_dict_items }}}}")))
         }
         _ => {
             f.p.add_key(k, "with_dict: a mapping, or one {{ expression }} giving a mapping".into(), None);
@@ -602,7 +625,9 @@ pub(super) fn lone_expression(s: &str) -> Option<&str> {
 fn with_list(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
     match v.to_value() {
         a @ Value::Array(_) => Some(a),
-        Value::String(s) if lone_expression(&s).is_some() => Some(Value::String(s)),
+        Value::String(ref s) if let Some(expr) = lone_expression(s) => {
+            Some(Value::String(format!("{{{{ ({expr}) | with_list_terms }}}}")))
+        }
         _ => {
             f.p.add_key(k, "with_list: a list, or one {{ expression }} giving a list".into(), None);
             None
