@@ -60,7 +60,7 @@ const TARGETS: &[Target] = &[
     role("replace", true),
     role("file", true),
     role("template", false),
-    role("loops", false),
+    role("loops", true),
     role("stat", true),
     role("copy", false),
     role("command_shell", false),

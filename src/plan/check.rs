@@ -137,6 +137,20 @@ fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, V
     out
 }
 
+/// The most items of a known loop list checked one by one (the rest are like them).
+const MAX_CHECKED_ITEMS: usize = 64;
+
+/// Whether a step's `when` is false for this item, as far as the plan can tell.
+fn ruled_out(t: &Templates, when: Option<&Condition>, ctx: &minijinja::Value) -> bool {
+    let exprs = match when {
+        Some(Condition::Bool(b)) => return !b,
+        Some(Condition::Expr(e)) => vec![e.clone()],
+        Some(Condition::All(v)) => v.clone(),
+        None => return false,
+    };
+    exprs.iter().any(|e| t.eval(e, ctx).is_ok_and(|v| !v.is_true()))
+}
+
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
     let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
     let regs: Vec<Arc<IndexMap<String, Value>>> =
@@ -161,42 +175,50 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
         let mut reg = (*base).clone();
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(l) = &step.def.loop_over {
-            // A templated list is evaluated as far as the plan can (its first item stands for
-            // all); one that needs results of the run gets a text placeholder.
-            let first = match l {
-                Value::String(s) => {
-                    let ctx = site.context(pb, host, Arc::new(reg.clone()));
-                    site.templates
-                        .eval(s, &ctx)
-                        .ok()
-                        .and_then(|v| serde_json::to_value(&v).ok())
-                        .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
-                }
-                other => other.as_array().and_then(|a| a.first().cloned()),
-            };
-            let item = first.unwrap_or(json!(""));
-            let lc = step.def.loop_control.as_ref();
-            let var = crate::playbook::LoopControl::var(lc);
-            reg.insert(var.into(), item.clone());
-            reg.insert("ansible_loop_var".into(), json!(var));
-            if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
-                reg.insert(iv.into(), json!(0));
-                reg.insert("ansible_index_var".into(), json!(iv));
-            }
-            if lc.is_some_and(|l| l.extended) {
-                reg.insert(
-                    "ansible_loop".into(),
-                    json!({"allitems": [item], "index": 1, "index0": 0, "first": true, "last": true,
-                           "length": 1, "revindex": 1, "revindex0": 0}),
-                );
-            }
-        }
         // What the engine sets for each task (run/task.rs).
         reg.entry("ansible_check_mode".into()).or_insert(json!(false));
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
-        let ctx = site.context(pb, host, Arc::new(reg));
-        check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
+        let Some(l) = &step.def.loop_over else {
+            let ctx = site.context(pb, host, Arc::new(reg));
+            check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
+            continue;
+        };
+        // A list the plan can evaluate is checked item by item (each with its own loop
+        // variables, skipping an item its `when` rules out, as the run will); one that needs
+        // results of the run gets one text placeholder.
+        let known = match l {
+            Value::String(s) => {
+                let ctx = site.context(pb, host, Arc::new(reg.clone()));
+                site.templates
+                    .eval(s, &ctx)
+                    .ok()
+                    .and_then(|v| serde_json::to_value(&v).ok())
+                    .and_then(|v| v.as_array().cloned())
+            }
+            other => other.as_array().cloned(),
+        }
+        .filter(|a| !a.is_empty());
+        let all = known.clone().unwrap_or_else(|| vec![json!(""), json!("")]);
+        let count = if known.is_some() { all.len().min(MAX_CHECKED_ITEMS) } else { 1 };
+        let lc = step.def.loop_control.as_ref();
+        let var = crate::playbook::LoopControl::var(lc);
+        for (i, item) in all.iter().take(count).enumerate() {
+            let mut reg = reg.clone();
+            reg.insert(var.into(), item.clone());
+            reg.insert("ansible_loop_var".into(), json!(var));
+            if let Some(iv) = lc.and_then(|l| l.index_var.as_deref()) {
+                reg.insert(iv.into(), json!(i));
+                reg.insert("ansible_index_var".into(), json!(iv));
+            }
+            if lc.is_some_and(|l| l.extended) {
+                reg.insert("ansible_loop".into(), crate::run::extended_loop(&all, i));
+            }
+            let ctx = site.context(pb, host, Arc::new(reg));
+            if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
+                continue;
+            }
+            check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
+        }
     }
     Ok(())
 }

@@ -121,8 +121,9 @@ impl Job {
         let var = crate::playbook::LoopControl::var(lc);
         let index_var = lc.and_then(|l| l.index_var.as_deref());
         let extended = lc.is_some_and(|l| l.extended);
-        let item_vars = |all: &[Value], index: usize| -> IndexMap<String, Value> {
+        let item_vars = |all: &[Value], index: usize, learned: &serde_json::Map<String, Value>| {
             let mut o2 = own.clone();
+            o2.extend(learned.iter().map(|(k, v)| (k.clone(), v.clone())));
             o2.insert(var.into(), all[index].clone());
             o2.insert("ansible_loop_var".into(), json!(var));
             if let Some(iv) = index_var {
@@ -149,7 +150,7 @@ impl Job {
             }
             Some(all) => {
                 for index in 0..all.len() {
-                    match when_holds(&self.context(&item_vars(all, index))) {
+                    match when_holds(&self.context(&item_vars(all, index, &Default::default()))) {
                         Ok(b) => runs.push(b),
                         Err(e) => return Outcome::failed(e),
                     }
@@ -190,13 +191,16 @@ impl Job {
                     let mut msgs = Vec::new();
                     let mut diffs = Vec::new();
                     let pause = lc.and_then(|l| l.pause).filter(|p| *p > 0.0);
+                    // Facts an item sets are the next items' variables (Ansible updates the
+                    // task's variables after each item) and the task's facts at the end.
+                    let mut learned = serde_json::Map::new();
                     for (index, item) in items.iter().enumerate() {
                         if index > 0
                             && let Some(p) = pause
                         {
                             tokio::time::sleep(Duration::from_secs_f64(p)).await;
                         }
-                        let o2 = item_vars(&items, index);
+                        let o2 = item_vars(&items, index, &learned);
                         let o = if runs[index] {
                             let c2 = self.context(&o2);
                             self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await
@@ -205,8 +209,30 @@ impl Job {
                             o.result.insert("false_condition".into(), json!(true));
                             o
                         };
+                        if let Some(f) = &o.facts {
+                            learned.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        }
+                        let mut o = o;
                         let mut r = o.registered();
                         r[var] = item.clone();
+                        r["ansible_loop_var"] = json!(var);
+                        // Ansible templates an item's label with the registered variable being
+                        // that item's result, and fails the item when it does not render.
+                        if let (Some(reg), Some(label)) = (&step.def.register, lc.and_then(|l| l.label.as_ref())) {
+                            let mut o3 = o2.clone();
+                            o3.insert(reg.clone(), r.clone());
+                            let c3 = self.context(&o3);
+                            if let Err(e) = templates.render_str(label, &c3) {
+                                let msg = format!(
+                                    "Failed to template loop_control.label: {}",
+                                    python_error(templates, &e, &c3)
+                                );
+                                o.status = Status::Failed;
+                                o.msg = msg.clone();
+                                r["failed"] = json!(true);
+                                r["msg"] = json!(msg);
+                            }
+                        }
                         r["ansible_loop_var"] = json!(var);
                         if let Some(iv) = index_var {
                             r[iv] = json!(index);
@@ -233,6 +259,9 @@ impl Job {
                     }
                     let mut o = Outcome::new(status, msgs.join("; "));
                     o.result.insert("results".into(), json!(results));
+                    if !learned.is_empty() {
+                        o.facts = Some(learned);
+                    }
                     if !diffs.is_empty() {
                         o.diff = Some(diffs.join(""));
                     }
@@ -417,7 +446,7 @@ impl Job {
 
 /// `ansible_loop` for the item at `index` of `all`, as Ansible's `loop_control.extended` sets
 /// it (`previtem`/`nextitem` absent at the ends, so that `is undefined` holds there).
-fn extended_loop(all: &[Value], index: usize) -> Value {
+pub(crate) fn extended_loop(all: &[Value], index: usize) -> Value {
     let n = all.len();
     let mut m = serde_json::Map::new();
     m.insert("allitems".into(), json!(all));
@@ -437,12 +466,35 @@ fn extended_loop(all: &[Value], index: usize) -> Value {
     Value::Object(m)
 }
 
+/// A template error in Python's words where Jinja's differ: an attribute a mapping lacks is
+/// "object of type 'dict' has no attribute 'x'".
+fn python_error(t: &Templates, e: &minijinja::Error, ctx: &minijinja::Value) -> String {
+    let d = crate::template::describe_error(e);
+    let attr = d
+        .strip_prefix('`')
+        .and_then(|x| x.strip_suffix("` is undefined"))
+        .and_then(|x| x.rsplit_once('.'))
+        .filter(|(base, _)| t.eval(base, ctx).is_ok_and(|v| v.kind() == minijinja::value::ValueKind::Map));
+    match attr {
+        Some((_, name)) => format!("object of type 'dict' has no attribute '{name}'"),
+        None => d,
+    }
+}
+
 /// A loop's items: a list (each item rendered), or a template that yields one.
 fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Value>, String> {
     match v {
+        // An item that is one `{{ expression }}` keeps the expression's type (a list stays a
+        // list), as Ansible's templating of a loop's items does.
         Value::Array(a) => a
             .iter()
-            .map(|x| crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e)))
+            .map(|x| match x.as_str().and_then(crate::template::single_expression) {
+                Some(expr) => t
+                    .eval(expr, ctx)
+                    .map_err(|e| crate::template::describe_error(&e))
+                    .and_then(|r| serde_json::to_value(&r).map_err(|e| e.to_string())),
+                None => crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e)),
+            })
             .collect(),
         Value::String(s) => {
             let r = t.eval(s, ctx).map_err(|e| crate::template::describe_error(&e))?;

@@ -317,6 +317,10 @@ impl Outcome {
         m.insert("changed".into(), json!(self.status == Status::Changed));
         m.insert("failed".into(), json!(matches!(self.status, Status::Failed | Status::Unreachable)));
         m.insert("skipped".into(), json!(self.status == Status::Skipped));
+        // A skipped task ran nothing: Ansible registers no message, output or return code.
+        if self.status == Status::Skipped {
+            return Value::Object(m);
+        }
         m.entry("msg").or_insert(json!(self.msg));
         for k in ["stdout", "stderr"] {
             m.entry(k).or_insert(json!(""));

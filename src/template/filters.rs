@@ -434,7 +434,14 @@ pub fn add(env: &mut Environment<'static>) {
         let a = items(&a)?;
         Ok(items(&b)?.iter().all(|x| contains(&a, x)))
     });
-    env.add_test("contains", |a: Value, x: Value| -> Result<bool, Error> { Ok(contains(&items(&a)?, &x)) });
+    // Python's `x in a`: a substring of a text, a key of a mapping, an item of a list.
+    env.add_test("contains", |a: Value, x: Value| -> Result<bool, Error> {
+        match (a.as_str(), x.as_str()) {
+            (Some(text), Some(part)) => Ok(text.contains(part)),
+            _ if a.kind() == minijinja::value::ValueKind::Map => Ok(a.try_iter()?.any(|k| k == x)),
+            _ => Ok(contains(&items(&a)?, &x)),
+        }
+    });
     env.add_test("abs", |p: String| -> bool { p.starts_with('/') });
     // Python's truth of the value (Ansible's `truthy`/`falsy`, convert_bool left false).
     env.add_test("truthy", |v: Value| -> bool { v.is_true() });

@@ -349,9 +349,21 @@ fn find_file(search: &[String], sub: &str, name: &str) -> PathBuf {
         .unwrap_or_else(|| name_path.to_path_buf())
 }
 
-/// The arguments of `lookup(kind, terms..., options...)`: the kind, the terms, the options.
-fn lookup_args(args: &[Value]) -> Result<(String, Vec<Value>, minijinja::value::Kwargs), minijinja::Error> {
-    let (pos, kw): (&[Value], minijinja::value::Kwargs) = minijinja::value::from_args(args)?;
+/// The arguments of `lookup(kind, terms..., options...)`: the kind, the terms, the options
+/// (keyword arguments may come anywhere, as Python's `*terms, **kwargs` take them).
+fn lookup_args(
+    args: minijinja::value::Rest<minijinja::value::ValueOrKwargs>,
+) -> Result<(String, Vec<Value>, minijinja::value::Kwargs), minijinja::Error> {
+    let mut pos = Vec::new();
+    let mut kw = None;
+    for v in args.into_values() {
+        if v.is_kwargs() {
+            kw = Some(minijinja::value::Kwargs::try_from(v)?);
+        } else {
+            pos.push(v);
+        }
+    }
+    let kw = kw.unwrap_or_else(|| minijinja::value::Kwargs::from_iter(std::iter::empty::<(&str, Value)>()));
     let Some((kind, terms)) = pos.split_first() else {
         return Err(minijinja::Error::new(ErrorKind::MissingArgument, "lookup: the lookup's name is missing"));
     };
@@ -363,8 +375,11 @@ fn lookup_args(args: &[Value]) -> Result<(String, Vec<Value>, minijinja::value::
 
 /// `lookup(kind, terms..., wantlist=False)` as Ansible gives its result: with `wantlist` the
 /// list; else none for no result, one result as it is, several texts joined with commas.
-fn lookup(state: &minijinja::State, args: minijinja::value::Rest<Value>) -> Result<Value, minijinja::Error> {
-    let (kind, terms, kw) = lookup_args(&args)?;
+fn lookup(
+    state: &minijinja::State,
+    args: minijinja::value::Rest<minijinja::value::ValueOrKwargs>,
+) -> Result<Value, minijinja::Error> {
+    let (kind, terms, kw) = lookup_args(args)?;
     let wantlist: bool = kw.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let mut out = run_lookup(state, &kind, &terms, &kw)?;
     Ok(match out.len() {
@@ -379,8 +394,11 @@ fn lookup(state: &minijinja::State, args: minijinja::value::Rest<Value>) -> Resu
 }
 
 /// `query(kind, terms...)` (and `q`): the lookup's list, always.
-fn query(state: &minijinja::State, args: minijinja::value::Rest<Value>) -> Result<Value, minijinja::Error> {
-    let (kind, terms, kw) = lookup_args(&args)?;
+fn query(
+    state: &minijinja::State,
+    args: minijinja::value::Rest<minijinja::value::ValueOrKwargs>,
+) -> Result<Value, minijinja::Error> {
+    let (kind, terms, kw) = lookup_args(args)?;
     let _: Option<bool> = kw.get("wantlist")?;
     Ok(Value::from(run_lookup(state, &kind, &terms, &kw)?))
 }
