@@ -24,7 +24,7 @@ impl Kind for DebugArgs {
         let a = self;
         let (msg, reads) = crate::template::tracking_secrets(cx.vars, || match (&a.msg, &a.var) {
             (Some(m), _) => cx.templates.render_str(m, cx.vars),
-            (None, Some(v)) => cx.templates.eval(v, cx.vars).map(|x| format!("{v} = {x}")),
+            (None, Some(v)) => cx.templates.eval(v, cx.vars).map(|x| format!("{v} = {}", shown(&x))),
             (None, None) => Ok("Hello world!".into()),
         });
         match msg {
@@ -38,7 +38,7 @@ impl Kind for DebugArgs {
                 // Ansible registers `var:`'s value under its name (`r.ansible_remote_tmp`).
                 if let (None, Some(v)) = (&a.msg, &a.var)
                     && let Ok(x) = cx.templates.eval(v, cx.vars)
-                    && let Ok(j) = serde_json::to_value(&x)
+                    && let Ok(j) = serde_json::to_value(shown_value(x))
                 {
                     o.result.insert(v.clone(), j);
                 }
@@ -47,4 +47,15 @@ impl Kind for DebugArgs {
             Err(e) => Outcome::failed(crate::template::describe_error(&e)),
         }
     }
+}
+
+/// Ansible's words for a `var:` that is not defined (the task is still ok).
+const NOT_DEFINED: &str = "VARIABLE IS NOT DEFINED!";
+
+fn shown_value(x: minijinja::Value) -> minijinja::Value {
+    if x.is_undefined() { minijinja::Value::from(NOT_DEFINED) } else { x }
+}
+
+fn shown(x: &minijinja::Value) -> String {
+    shown_value(x.clone()).to_string()
 }
