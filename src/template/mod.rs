@@ -833,7 +833,7 @@ fn add_filters(env: &mut Environment<'static>) {
             }
             for key in term.try_iter()? {
                 let value = term.get_item(&key)?;
-                out.push(Value::from_iter([("key", key), ("value", value)]));
+                out.push(Value::from(std::collections::BTreeMap::from([("key", key), ("value", value)])));
             }
         }
         Ok(Value::from(out))
