@@ -211,7 +211,7 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
                 reg.insert("ansible_index_var".into(), json!(iv));
             }
             if lc.is_some_and(|l| l.extended) {
-                reg.insert("ansible_loop".into(), crate::run::extended_loop(&all, i));
+                reg.insert("ansible_loop".into(), crate::playbook::step::extended_loop(&all, i));
             }
             let ctx = site.context(pb, host, Arc::new(reg));
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {

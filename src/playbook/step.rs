@@ -5,7 +5,7 @@
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use crate::steps::{Action, Flag, KINDS, Mode, ModeError, Number, OneOrMany, Presence};
 
@@ -121,3 +121,25 @@ macro_rules! step_def {
     };
 }
 crate::steps::kinds!(step_def);
+
+/// `ansible_loop` for the item at `index` of `all`, as Ansible's `loop_control.extended` sets
+/// it (`previtem`/`nextitem` absent at the ends, so that `is undefined` holds there).
+pub fn extended_loop(all: &[Value], index: usize) -> Value {
+    let n = all.len();
+    let mut m = serde_json::Map::new();
+    m.insert("allitems".into(), json!(all));
+    m.insert("index".into(), json!(index + 1));
+    m.insert("index0".into(), json!(index));
+    m.insert("first".into(), json!(index == 0));
+    m.insert("last".into(), json!(index + 1 == n));
+    m.insert("length".into(), json!(n));
+    m.insert("revindex".into(), json!(n - index));
+    m.insert("revindex0".into(), json!(n - index - 1));
+    if index > 0 {
+        m.insert("previtem".into(), all[index - 1].clone());
+    }
+    if index + 1 < n {
+        m.insert("nextitem".into(), all[index + 1].clone());
+    }
+    Value::Object(m)
+}

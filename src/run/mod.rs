@@ -7,7 +7,6 @@
 
 mod rescue;
 mod task;
-pub(crate) use task::extended_loop;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;

@@ -131,7 +131,7 @@ impl Job {
                 o2.insert("ansible_index_var".into(), json!(iv));
             }
             if extended {
-                o2.insert("ansible_loop".into(), extended_loop(all, index));
+                o2.insert("ansible_loop".into(), crate::playbook::step::extended_loop(all, index));
             }
             o2
         };
@@ -444,28 +444,6 @@ impl Job {
     }
 }
 
-/// `ansible_loop` for the item at `index` of `all`, as Ansible's `loop_control.extended` sets
-/// it (`previtem`/`nextitem` absent at the ends, so that `is undefined` holds there).
-pub(crate) fn extended_loop(all: &[Value], index: usize) -> Value {
-    let n = all.len();
-    let mut m = serde_json::Map::new();
-    m.insert("allitems".into(), json!(all));
-    m.insert("index".into(), json!(index + 1));
-    m.insert("index0".into(), json!(index));
-    m.insert("first".into(), json!(index == 0));
-    m.insert("last".into(), json!(index + 1 == n));
-    m.insert("length".into(), json!(n));
-    m.insert("revindex".into(), json!(n - index));
-    m.insert("revindex0".into(), json!(n - index - 1));
-    if index > 0 {
-        m.insert("previtem".into(), all[index - 1].clone());
-    }
-    if index + 1 < n {
-        m.insert("nextitem".into(), all[index + 1].clone());
-    }
-    Value::Object(m)
-}
-
 /// A template error in Python's words where Jinja's differ: an attribute a mapping lacks is
 /// "object of type 'dict' has no attribute 'x'".
 fn python_error(t: &Templates, e: &minijinja::Error, ctx: &minijinja::Value) -> String {
@@ -522,13 +500,13 @@ mod tests {
     #[test]
     fn extended_loop_is_ansibles_ansible_loop() {
         let all = [json!("a"), json!("b"), json!("c")];
-        let first = super::extended_loop(&all, 0);
+        let first = crate::playbook::step::extended_loop(&all, 0);
         assert_eq!(
             first,
             json!({"allitems": ["a", "b", "c"], "index": 1, "index0": 0, "first": true, "last": false,
                    "length": 3, "revindex": 3, "revindex0": 2, "nextitem": "b"})
         );
-        let last = super::extended_loop(&all, 2);
+        let last = crate::playbook::step::extended_loop(&all, 2);
         assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
         assert!(last.get("nextitem").is_none());
     }
