@@ -32,3 +32,20 @@ if [ ! -f "$src/$ver/test/integration/targets/lineinfile/tasks/main.yml" ]; then
     "ansible_core-$ver/test/integration/targets"
   rm -rf "$src/dl"
 fi
+# The collections ansible-core routes some modules to (sysctl and mount to ansible.posix,
+# modprobe to community.general), taken from the `ansible` package's wheel on PyPI (Galaxy is not
+# reachable from the test machines): .peers/collections, the lab's ansible.cfg names it.
+col=.peers/collections
+if [ ! -f "$col/ansible_collections/ansible/posix/plugins/modules/sysctl.py" ] \
+  || [ ! -f "$col/ansible_collections/community/general/plugins/modules/modprobe.py" ]; then
+  rm -rf "$col" && mkdir -p "$col/dl"
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps ansible==12.3.0 -d "$col/dl"
+  "$venv/bin/python" - "$col" <<'PY'
+import sys, zipfile, glob
+col = sys.argv[1]
+with zipfile.ZipFile(glob.glob(col + "/dl/ansible-*.whl")[0]) as z:
+    z.extractall(col, [n for n in z.namelist()
+                       if n.startswith(("ansible_collections/ansible/posix/", "ansible_collections/community/general/"))])
+PY
+  rm -rf "$col/dl"
+fi

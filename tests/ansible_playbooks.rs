@@ -12,7 +12,16 @@ use std::collections::BTreeMap;
 use common::*;
 
 /// Where the fixture playbooks write on the hosts: what is compared.
-const TRACKED: &[&str] = &["/opt/app", "/etc/motd-lab", "/etc/lab-facts", "/etc/lab-label", "/etc/lab-label.link"];
+const TRACKED: &[&str] = &[
+    "/opt/app",
+    "/etc/motd-lab",
+    "/etc/lab-facts",
+    "/etc/lab-label",
+    "/etc/lab-label.link",
+    "/etc/sysctl.conf",
+    "/etc/sysctl.d",
+    "/var/lib/copctl-doubles/sysctl",
+];
 
 const KEYS: [&str; 5] = ["ok", "changed", "failed", "skipped", "ignored"];
 
@@ -53,11 +62,15 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
 
 /// The same playbook, first run and re-run, by both tools on their own fresh hosts.
 fn same_as_ansible(playbook: &str) {
-    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&site(2), &site(2), playbook);
+}
+
+/// The same on sites already made (with test doubles installed, say).
+fn same_as_ansible_on(theirs: &Site, ours: &Site, playbook: &str) {
     for run in ["first run", "re-run"] {
-        let (a, b) = (ansible_run(&theirs, playbook), copctl_run(&ours, playbook));
+        let (a, b) = (ansible_run(theirs, playbook), copctl_run(ours, playbook));
         eprintln!("{playbook} {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
-        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        let (sa, sb) = (state(theirs, 2), state(ours, 2));
         assert!(!sa.is_empty(), "{playbook}: nothing tracked was written");
         assert_eq!(diff(&sa, &sb), "", "{playbook} {run}: the hosts' files differ");
         assert_eq!(a, b, "{playbook} {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
@@ -82,6 +95,19 @@ fn play_and_task_structure_ends_as_ansible_leaves_it() {
 #[test]
 fn stat_slurp_replace_and_raw_end_as_ansible_leaves_them() {
     same_as_ansible("inspect.yml");
+}
+
+/// ansible.posix.sysctl: the files as the module rewrites them, and what the kernel (the sysctl
+/// double) was given, first run and re-run.
+#[test]
+fn kernel_parameters_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for s in [&theirs, &ours] {
+        s.lab().install_doubles(&["sysctl"]);
+    }
+    same_as_ansible_on(&theirs, &ours, "kernel.yml");
+    let calls = ours.lab().double_calls(0);
+    assert!(calls.contains(&"sysctl -w vm.max_map_count=262144".to_string()), "sysctl_set: {calls:?}");
 }
 
 #[test]

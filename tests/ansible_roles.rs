@@ -56,6 +56,22 @@ fn roles_task_files_and_imported_playbooks_end_as_ansible_leaves_them() {
     }
 }
 
+/// A role that picks its variables by OS as public roles do (include_vars of a templated name,
+/// the first_found lookup, with_first_found over variables files and templates, with_nested):
+/// the same files and recap as Ansible's.
+#[test]
+fn os_specific_variables_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, &["tuning.yml"]), copctl_run(&ours, &["tuning.yml"]));
+        eprintln!("tuning.yml {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert!(sb.contains_key("lab-2:/opt/app/tuning/limits.conf"), "the tuning role ran: {sb:?}");
+        assert_eq!(diff(&sa, &sb), "", "tuning.yml {run}: the hosts' files differ");
+        assert_eq!(a, b, "tuning.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+}
+
 /// `--tags` through roles (a role's tags reach its tasks and its dependencies'), imports (their
 /// tags reach the imported tasks) and includes (their tags are their own).
 #[test]

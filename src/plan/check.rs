@@ -95,6 +95,11 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
         if let Action::Setup(_) = &s.action {
             out.extend(crate::steps::setup::placeholder_vars());
         }
+        if let Action::IncludeVars(a) = &s.action {
+            for (k, v) in a.may_set() {
+                out.entry(k).or_insert(v);
+            }
+        }
         // What a block's rescue reads about the failure it caught.
         if s.blocks.iter().any(|e| e.part == crate::playbook::Part::Rescue) {
             out.insert("ansible_failed_task".into(), json!({"name": "", "action": ""}));
@@ -318,7 +323,8 @@ fn check_step(
                 Some("templates are looked up in the site's templates/ directory, then the built-in ones".into()),
             ));
         };
-        t.render_file(&src, ctx).map_err(|e| template_file_error(&src, &text, host, &e))?;
+        let ctx = crate::steps::template::with_template_vars(ctx, &src, &a.dest);
+        t.render_file(&src, &ctx).map_err(|e| template_file_error(&src, &text, host, &e))?;
     }
     Ok(())
 }
@@ -377,11 +383,14 @@ fn template_file_error(name: &str, text: &str, host: &str, e: &minijinja::Error)
 pub fn check_load_time(site: &Site, plan: &Plan) -> Result<()> {
     let mut errors = Vec::new();
     for pb in &plan.playbooks {
-        let mut set: HashSet<&str> = HashSet::new();
+        let mut set: HashSet<String> = HashSet::new();
         for s in pb.all_steps() {
-            set.extend(s.def.register.as_deref());
+            set.extend(s.def.register.clone());
             if let Action::SetFact(m) = &s.action {
-                set.extend(m.keys().map(String::as_str));
+                set.extend(m.keys().cloned());
+            }
+            if let Action::IncludeVars(a) = &s.action {
+                set.extend(a.may_set().keys().cloned());
             }
         }
         for lt in &pb.load_time {

@@ -454,6 +454,9 @@ impl Builder<'_> {
                 if let Action::Setup(_) = &s.action {
                     v.extend(crate::steps::setup::placeholder_vars().keys().cloned());
                 }
+                if let Action::IncludeVars(a) = &s.action {
+                    v.extend(a.may_set().keys().cloned());
+                }
                 v
             })
             .collect();

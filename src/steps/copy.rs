@@ -18,6 +18,17 @@ pub struct CopyArgs {
     pub mode: Option<Mode>,
     pub owner: Option<String>,
     pub group: Option<String>,
+    /// `force: false`: a file already at `dest` is left as it is, whatever its content.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub force: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Kind for CopyArgs {
@@ -27,6 +38,13 @@ impl Kind for CopyArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
+        if !a.force {
+            match super::transfer::stat(cx, &a.dest, false).await {
+                Ok(Some(d)) if d.kind != "directory" => return Outcome::ok(""),
+                Ok(_) => {}
+                Err(o) => return o,
+            }
+        }
         match (&a.content, &a.src) {
             (Some(c), None) => {
                 ensure_content(

@@ -66,6 +66,8 @@ macro_rules! kinds {
             ping: Ping(PingArgs),
             tempfile: Tempfile(TempfileArgs),
             pause: Pause(PauseArgs),
+            sysctl: Sysctl(SysctlArgs),
+            include_vars: IncludeVars(IncludeVarsArgs),
         }
     };
 }
@@ -487,6 +489,7 @@ mod tests {
             mode: None,
             owner: None,
             group: None,
+            force: true,
         });
         assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }

@@ -46,7 +46,7 @@ impl Kind for SetFactArgs {
 /// A value rendered as Ansible's set_fact does: a string that is one `{{ expression }}` keeps
 /// the expression's type (`'{{ 1 + 1 }}'` is the number 2, `'{{ x is defined }}'` a boolean),
 /// as a variable's value does; other strings render to text.
-fn native(cx: &StepCtx<'_>, v: &Value) -> Result<Value, minijinja::Error> {
+pub(super) fn native(cx: &StepCtx<'_>, v: &Value) -> Result<Value, minijinja::Error> {
     match v {
         Value::String(s) => match crate::template::single_expression(s) {
             Some(expr) => {

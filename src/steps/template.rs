@@ -29,6 +29,27 @@ pub struct TemplateArgs {
     pub preserve_mode: Option<bool>,
 }
 
+fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> minijinja::Value {
+    let full = std::path::absolute(cx.local_dir.join(&a.src)).unwrap_or_else(|_| cx.local_dir.join(&a.src));
+    with_template_vars(cx.vars, &full.display().to_string(), &a.dest)
+}
+
+/// The variables Ansible's template module adds for the file it renders (over the host's):
+/// `ansible_managed` (its default text, "Ansible managed"), `template_host` (the bastion's
+/// name), `template_path`/`template_fullpath` and `template_destpath`. Not the run date or the
+/// file's times, which would make the file differ on every run.
+pub fn with_template_vars(vars: &minijinja::Value, src: &str, dest: &str) -> minijinja::Value {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    minijinja::context! {
+        ansible_managed => "Ansible managed",
+        template_host => host.trim(),
+        template_path => src,
+        template_fullpath => src,
+        template_destpath => dest,
+        ..vars.clone()
+    }
+}
+
 impl Kind for TemplateArgs {
     fn mode(&self) -> Option<&Mode> {
         self.mode.as_ref()
@@ -37,7 +58,7 @@ impl Kind for TemplateArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
         let syntax = a.syntax.clone().unwrap_or_default();
-        let text = match cx.templates.render_file_with(&a.src, cx.vars, &syntax) {
+        let text = match cx.templates.render_file_with(&a.src, &template_vars(cx, a), &syntax) {
             Ok(t) => t,
             Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::template::describe_error(&e))),
         };

@@ -274,7 +274,7 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file and list";
+const LOOKUPS: &str = "env, file, first_found and list";
 
 /// Ansible's lookup plugin `kind` over `terms`, on the bastion: its list of results.
 /// `env` (an unset variable is an error here, not Ansible's silent empty string, unless a
@@ -323,10 +323,125 @@ fn run_lookup(
             out
         }
         "list" => terms.to_vec(),
+        "first_found" => {
+            let search: Vec<String> = state
+                .lookup("ansible_search_path")
+                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
+                .unwrap_or_default();
+            // `with_first_found` looks in the subdirectory its module's name suggests.
+            let sub: Option<String> = kw.get("_subdir")?;
+            let mut options = FirstFound::from_kwargs(kw)?;
+            let mut wanted = Vec::new();
+            let terms = if terms.is_empty() { vec![Value::from(())] } else { terms.to_vec() };
+            for term in &terms {
+                first_found_terms(term, &mut options, &mut wanted)?;
+            }
+            for name in &wanted {
+                if let Some(p) = find_in_search(&search, sub.as_deref(), name) {
+                    kw.assert_all_used()?;
+                    return Ok(vec![Value::from(p.display().to_string())]);
+                }
+            }
+            if options.skip {
+                vec![]
+            } else {
+                return Err(fail("No file was found when using first_found.".into()));
+            }
+        }
         other => return Err(fail(format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"))),
     };
     kw.assert_all_used()?;
     Ok(out)
+}
+
+/// The first_found lookup's options: from its keyword arguments, then from each mapping term
+/// (which sets them all, as Ansible's `set_options` does).
+#[derive(Default)]
+struct FirstFound {
+    files: Vec<String>,
+    paths: Vec<String>,
+    skip: bool,
+}
+
+impl FirstFound {
+    fn from_kwargs(kw: &minijinja::value::Kwargs) -> Result<Self, minijinja::Error> {
+        let files: Option<Value> = kw.get("files")?;
+        let paths: Option<Value> = kw.get("paths")?;
+        Ok(FirstFound {
+            files: files.map(|v| split_terms(&v, ",;")).transpose()?.unwrap_or_default(),
+            paths: paths.map(|v| split_terms(&v, ",:;")).transpose()?.unwrap_or_default(),
+            skip: kw.get::<Option<bool>>("skip")?.unwrap_or(false),
+        })
+    }
+}
+
+/// A text split on any of `on` (Ansible's deprecated splitting), or a list of such texts.
+fn split_terms(v: &Value, on: &str) -> Result<Vec<String>, minijinja::Error> {
+    if let Some(s) = v.as_str() {
+        return Ok(s.split(|c| on.contains(c)).map(str::to_string).collect());
+    }
+    if v.is_undefined() || v.is_none() {
+        return Ok(vec![]);
+    }
+    let mut out = Vec::new();
+    for x in v.try_iter()? {
+        out.extend(split_terms(&x, on)?);
+    }
+    Ok(out)
+}
+
+/// The candidate names of one first_found term, in order: a text is a file name (joined to each
+/// of the current `paths`), a mapping sets the options and gives its `files` × `paths`, a list
+/// gives its terms'.
+fn first_found_terms(term: &Value, o: &mut FirstFound, out: &mut Vec<String>) -> Result<(), minijinja::Error> {
+    let files = if term.is_none() || term.is_undefined() {
+        o.files.clone()
+    } else if let Some(s) = term.as_str() {
+        vec![s.to_string()]
+    } else if term.kind() == minijinja::value::ValueKind::Map {
+        let get = |k: &str| term.get_attr(k).ok().filter(|v| !v.is_undefined() && !v.is_none());
+        let files = get("files").map(|v| split_terms(&v, ",;")).transpose()?.unwrap_or_default();
+        let paths = get("paths").map(|v| split_terms(&v, ",:;")).transpose()?.unwrap_or_default();
+        let skip = get("skip").is_some_and(|v| v.is_true());
+        *o = FirstFound { files: files.clone(), paths, skip };
+        files
+    } else if term.kind() == minijinja::value::ValueKind::Seq {
+        for t in term.try_iter()? {
+            first_found_terms(&t, o, out)?;
+        }
+        return Ok(());
+    } else {
+        return Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("Invalid term supplied. A string, dict or list is required, not {term}."),
+        ));
+    };
+    if o.paths.is_empty() {
+        out.extend(files);
+    } else {
+        for p in &o.paths {
+            out.extend(
+                files
+                    .iter()
+                    .map(|f| if f.starts_with('/') { f.clone() } else { format!("{}/{f}", p.trim_end_matches('/')) }),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A file found as Ansible's `find_file_in_search_path` finds it, or none: an absolute name if
+/// it exists, else `sub/name` and `name` in each directory of `search`.
+fn find_in_search(search: &[String], sub: Option<&str>, name: &str) -> Option<PathBuf> {
+    let name_path = Path::new(name);
+    if name_path.is_absolute() {
+        return name_path.exists().then(|| name_path.to_path_buf());
+    }
+    search.iter().find_map(|d| {
+        let d = Path::new(d);
+        let in_sub = sub.filter(|s| name.split('/').next() != Some(*s)).map(|s| d.join(s).join(name));
+        [in_sub, Some(d.join(name))].into_iter().flatten().find(|p| p.exists())
+    })
 }
 
 /// Where Ansible's lookups find a relative file (its `path_dwim_relative_stack`): `sub/name`
@@ -769,6 +884,40 @@ fn add_filters(env: &mut Environment<'static>) {
                 .collect::<Vec<_>>(),
         ))
     });
+    // Ansible's `with_nested` over templated lists: every combination, first list outermost,
+    // each flattened one level (its nested lookup; a text term is one item).
+    env.add_filter("with_nested", |v: Value| -> Result<Value, minijinja::Error> {
+        use minijinja::value::ValueKind;
+        let flat1 = |x: Value| -> Result<Vec<Value>, minijinja::Error> {
+            let mut out = Vec::new();
+            for t in x.try_iter()? {
+                if t.kind() == ValueKind::Seq { out.extend(t.try_iter()?) } else { out.push(t) }
+            }
+            Ok(out)
+        };
+        let lists: Vec<Vec<Value>> = v
+            .try_iter()?
+            .map(|l| if l.as_str().is_some() { Ok(vec![l]) } else { l.try_iter().map(Iterator::collect) })
+            .collect::<Result<_, _>>()?;
+        let Some((first, rest)) = lists.split_first() else {
+            return Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                "with_nested requires at least one element in the nested list",
+            ));
+        };
+        let mut result = first.clone();
+        for next in rest {
+            let mut combined = Vec::new();
+            for x in &result {
+                for y in next {
+                    combined.push(Value::from(flat1(Value::from(vec![x.clone(), y.clone()]))?));
+                }
+            }
+            result = combined;
+        }
+        // Python iterates a text term character by character here, as Ansible's lookup does.
+        Ok(Value::from(result.into_iter().map(|x| flat1(x).map(Value::from)).collect::<Result<Vec<_>, _>>()?))
+    });
     // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
     // item), as its `items` lookup does. Used by the Ansible front-end's loops.
     env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
@@ -1044,7 +1193,10 @@ mod tests {
         let src = format!("{{{{ lookup('file', '{}') }}}}|{{{{ query('env', 'PATH') | length }}}}", f.display());
         assert_eq!(t.render_str(&src, &ctx).unwrap(), "s3cret pass|1");
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
-        assert!(e.to_string().contains("lookup('vault', ...): copctl has the env, file and list lookups"), "{e}");
+        assert!(
+            e.to_string().contains("lookup('vault', ...): copctl has the env, file, first_found and list lookups"),
+            "{e}"
+        );
     }
 
     #[derive(Debug)]

@@ -9,7 +9,8 @@ use std::path::Path;
 
 use super::{Site, ansible_cmd, stderr, stdout};
 
-/// A site on `n` fresh lab hosts with the fixture directory `fixture` and an ansible.cfg.
+/// A site on `n` fresh lab hosts with the fixture directory `fixture` and an ansible.cfg (the
+/// collections scripts/peers-setup.sh extracts: ansible.posix, community.general).
 pub fn site(n: usize, fixture: &str) -> Site {
     let site = Site::hosts(n);
     site.fixture(fixture);
@@ -19,10 +20,12 @@ pub fn site(n: usize, fixture: &str) -> Site {
         format!(
             "[defaults]\ninterpreter_python = /usr/bin/python3\nretry_files_enabled = False\n\
              host_key_checking = True\nlocal_tmp = {d}/home/.ansible/tmp\nforks = 10\n\
+             collections_path = {col}\n\
              [ssh_connection]\npipelining = True\n\
              ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={kh} -o StrictHostKeyChecking=yes\n\
              control_path_dir = {d}/cp\n",
-            kh = site.lab().known_hosts.display()
+            kh = site.lab().known_hosts.display(),
+            col = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/collections").display()
         ),
     );
     site

@@ -40,6 +40,7 @@ pub const SUPPORTED: &[&str] = &[
     "shell",
     "slurp",
     "stat",
+    "sysctl",
     "systemd",
     "systemd_service",
     "template",
@@ -55,7 +56,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("get_url", ""),
     ("uri", ""),
     ("unarchive", ""),
-    ("sysctl", ""),
     ("modprobe", ""),
     ("mount", ""),
     ("hostname", ""),
@@ -103,8 +103,11 @@ pub fn short_name(key: &str) -> Option<&str> {
     if let Some(s) = key.strip_prefix("ansible.builtin.").or_else(|| key.strip_prefix("ansible.legacy.")) {
         return Some(s);
     }
-    if key == "ansible.posix.authorized_key" {
-        return Some("authorized_key");
+    // Modules ansible-core routes to collections (its runtime.yml): copctl runs them itself.
+    match key {
+        "ansible.posix.authorized_key" => return Some("authorized_key"),
+        "ansible.posix.sysctl" => return Some("sysctl"),
+        _ => {}
     }
     if key.contains('.') { None } else { Some(key) }
 }
@@ -498,7 +501,13 @@ pub fn translate(
             } else {
                 template_args(&mut a, &mut out);
             }
-            a.default_only("force", json!(true), "copctl always puts the content in place");
+            if name == "copy" {
+                if a.bool_literal(&["force"]) == Some(false) {
+                    out.insert("force".into(), json!(false));
+                }
+            } else {
+                a.default_only("force", json!(true), "copctl always puts the content in place");
+            }
             if name == "copy" {
                 a.default_only("remote_src", json!(false), "copctl copies from the controller only");
             }
@@ -1134,9 +1143,14 @@ pub fn translate(
                 return None;
             };
             if file.contains("{{") || file.contains("{%") {
-                let m = format!("include_vars: a templated file name ('{file}') is not supported yet");
-                p.add(node.line, node.column, m, "here", Some("name the file literally".into()));
-                return None;
+                // Decided per host when the step runs, among the files the template can give.
+                let search: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                let files = templated_candidates(dirs, &file);
+                let mut args = json!({"file": file, "search": search, "files": files});
+                if let Some(n) = under {
+                    args["name"] = json!(n);
+                }
+                return Some(Translated { kind: Some("include_vars"), args, fields, fails: None });
             }
             let candidates = if Path::new(&file).is_absolute() {
                 vec![std::path::PathBuf::from(&file)]
@@ -1189,6 +1203,28 @@ pub fn translate(
                 return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
             }
             "set_fact"
+        }
+        "sysctl" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name", "key"]));
+            put(&mut out, "value", a.value(&["value", "val"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            for k in ["reload", "sysctl_set", "ignoreerrors"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            put(&mut out, "sysctl_file", a.text(&["sysctl_file"]));
+            if !out.contains_key("name") {
+                a.missing("name");
+            }
+            if out.get("state").and_then(Value::as_str) != Some("absent") && !out.contains_key("value") {
+                a.missing("value (state is present)");
+            }
+            a.finish(&["name", "value", "state", "reload", "sysctl_set", "ignoreerrors", "sysctl_file"]);
+            "sysctl"
         }
         "stat" => {
             let mut a = Args::new(p, name, node, extra, None);
@@ -1284,6 +1320,63 @@ fn find_dir_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
 
 fn list_dirs(dirs: &[PathBuf]) -> String {
     dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The variables files a templated include_vars name may give, read now: under each
+/// directory's `vars/` (at any depth) and directly in it, each file whose path the template can
+/// give (its `{{ ... }}` parts matching anything; under `vars/` with or without that prefix)
+/// and that is a YAML or JSON mapping. Others are read if the step ever picks them.
+fn templated_candidates(dirs: &[PathBuf], template: &str) -> Map<String, Value> {
+    let parts = regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}").expect("a valid pattern");
+    let mut pattern = String::from("^");
+    let mut last = 0;
+    for m in parts.find_iter(template) {
+        pattern.push_str(&regex::escape(&template[last..m.start()]));
+        pattern.push_str(".*");
+        last = m.end();
+    }
+    pattern.push_str(&regex::escape(&template[last..]));
+    pattern.push('$');
+    let Ok(re) = regex::Regex::new(&pattern) else { return Map::new() };
+    fn walk(root: &Path, rel: &str, deep: bool, out: &mut Vec<(String, PathBuf)>) {
+        let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let r = if rel.is_empty() {
+                e.file_name().to_string_lossy().into_owned()
+            } else {
+                format!("{rel}/{}", e.file_name().to_string_lossy())
+            };
+            if !e.path().is_dir() {
+                out.push((r, e.path()));
+            } else if deep {
+                walk(root, &r, deep, out);
+            }
+        }
+    }
+    let mut out = Map::new();
+    for d in dirs {
+        let (mut under_vars, mut beside) = (Vec::new(), Vec::new());
+        walk(&d.join("vars"), "", true, &mut under_vars);
+        walk(d, "", false, &mut beside);
+        let named = under_vars
+            .into_iter()
+            .filter(|(rel, p)| {
+                re.is_match(rel) || re.is_match(&format!("vars/{rel}")) || re.is_match(&p.display().to_string())
+            })
+            .chain(beside.into_iter().filter(|(rel, p)| re.is_match(rel) || re.is_match(&p.display().to_string())));
+        for (_, path) in named {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !matches!(ext, "yml" | "yaml" | "json" | "") {
+                continue;
+            }
+            if let Ok(vars) = crate::steps::include_vars::read_vars(&path) {
+                out.entry(path.display().to_string()).or_insert(Value::Object(vars));
+            }
+        }
+    }
+    out
 }
 
 /// Whether `text` is nothing but `key=value` words (its templates inside the values).

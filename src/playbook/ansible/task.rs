@@ -24,6 +24,8 @@ pub const KEYWORDS: &[&str] = &[
     "with_list",
     "with_sequence",
     "with_together",
+    "with_nested",
+    "with_first_found",
     "loop_control",
     "check_mode",
     "diff",
@@ -63,8 +65,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("local_action", ""),
     ("with_fileglob", ""),
     ("with_subelements", ""),
-    ("with_nested", ""),
-    ("with_first_found", ""),
     ("with_lines", ""),
     ("with_indexed_items", ""),
     ("with_random_choice", ""),
@@ -309,9 +309,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     // A handler's is checked when the play's handlers are known (mod.rs).
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
-                    "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together" => {
-                        loop_items(f, k, v)
-                    }
+                    "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together"
+                    | "with_nested" | "with_first_found" => loop_items(f, k, v),
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => become_user(f, k, v).map(Value::from),
                     "until" => {
@@ -409,6 +408,11 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     };
     if short.is_empty() {
         return None;
+    }
+    if let Some(Value::String(l)) = def.get_mut("loop")
+        && l.contains("_subdir='__SUBDIR__'")
+    {
+        *l = l.replace("__SUBDIR__", first_found_subdir(&mk.name));
     }
     let mut t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
     let Some(mut kind) = t.kind else {
@@ -526,7 +530,16 @@ pub(super) fn own_vars(map: &[(Key, Node)]) -> Map<String, Value> {
 }
 
 /// The loop keywords a task (or an include) takes.
-pub(super) const LOOPS: &[&str] = &["loop", "with_items", "with_dict", "with_list", "with_sequence", "with_together"];
+pub(super) const LOOPS: &[&str] = &[
+    "loop",
+    "with_items",
+    "with_dict",
+    "with_list",
+    "with_sequence",
+    "with_together",
+    "with_nested",
+    "with_first_found",
+];
 
 /// One of `LOOPS` as the native `loop`: a list, or a template giving one when the loop runs.
 pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
@@ -536,6 +549,8 @@ pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         "with_list" => with_list(f, k, v),
         "with_sequence" => with_sequence(f, k, v),
         "with_together" => with_together(f, k, v),
+        "with_nested" => with_nested(f, k, v),
+        "with_first_found" => with_first_found(f, k, v),
         _ => Some(v.to_value()),
     }
 }
@@ -669,6 +684,111 @@ fn with_together(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         }
     }
     Some(Value::String(format!("{{{{ [{}] | with_together }}}}", exprs.join(", "))))
+}
+
+/// `with_nested`: every combination of the lists, the first outermost (Ansible's nested
+/// lookup), computed when the loop runs; a term may be a list or a template giving one.
+fn with_nested(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let terms = match v.to_value() {
+        Value::Array(a) if !a.is_empty() => a,
+        Value::String(ref s) if let Some(e) = lone_expression(s) => {
+            return Some(Value::String(format!("{{{{ ({e}) | with_nested }}}}")));
+        }
+        _ => {
+            f.p.add_key(k, "with_nested requires at least one element in the nested list".into(), None);
+            return None;
+        }
+    };
+    let mut exprs = Vec::new();
+    for t in &terms {
+        match template_expr(t) {
+            Some(e) => exprs.push(e),
+            None => {
+                f.p.add_key(k, format!("with_nested: a {{% %}} block in a term ({t}) is not supported yet"), None);
+                return None;
+            }
+        }
+    }
+    Some(Value::String(format!("{{{{ [{}] | with_nested }}}}", exprs.join(", "))))
+}
+
+/// `with_first_found`: a loop over the first file of the terms that exists on the bastion (none,
+/// with `skip`), found as Ansible's first_found lookup finds it; the module's name picks the
+/// subdirectory looked in first (`__SUBDIR__` until it is known: `first_found_subdir`).
+fn with_first_found(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let term = v.to_value();
+    match template_expr(&term) {
+        Some(e) => Some(Value::String(format!("{{{{ query('first_found', {e}, _subdir='__SUBDIR__') }}}}"))),
+        None => {
+            f.p.add_key(k, "with_first_found: a {% %} block inside a term is not supported yet".into(), None);
+            None
+        }
+    }
+}
+
+/// The subdirectory Ansible's `with_first_found` looks in for a module: `templates` for a
+/// template module, `vars` for include_vars, else `files`.
+pub(super) fn first_found_subdir(module_key: &str) -> &'static str {
+    ["template", "var", "file"].into_iter().find(|s| module_key.contains(s)).map_or("files", |s| match s {
+        "template" => "templates",
+        "var" => "vars",
+        _ => "files",
+    })
+}
+
+/// A value as a Jinja expression giving it, its texts' `{{ expressions }}` evaluated in place
+/// (`"{{ os }}.yml"` is `(os) ~ ".yml"`); none for a `{% %}` block.
+fn template_expr(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::String(s) if s.contains("{%") => return None,
+        Value::String(s) if let Some(e) = lone_expression(s) => format!("({e})"),
+        Value::String(s) if s.contains("{{") => {
+            let parts = regex::Regex::new(r"(?s)\{\{(.*?)\}\}").expect("a valid pattern");
+            let mut out = Vec::new();
+            let mut last = 0;
+            for c in parts.captures_iter(s) {
+                let m = c.get(0).expect("the match");
+                if m.start() > last {
+                    out.push(json!(&s[last..m.start()]).to_string());
+                }
+                out.push(format!("(({}) | string)", c[1].trim()));
+                last = m.end();
+            }
+            if last < s.len() {
+                out.push(json!(&s[last..]).to_string());
+            }
+            format!("({})", out.join(" ~ "))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(template_expr).collect::<Option<Vec<_>>>()?.join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| Some(format!("{}: {}", json!(k), template_expr(v)?)))
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        other => jinja_literal(other)?,
+    })
+}
+
+/// A value without templates as a Jinja literal (`none`, `true`, numbers, quoted texts); none
+/// when a text in it holds a template.
+fn jinja_literal(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null => "none".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) if s.contains("{{") || s.contains("{%") => return None,
+        Value::String(s) => json!(s).to_string(),
+        Value::Array(a) => format!("[{}]", a.iter().map(jinja_literal).collect::<Option<Vec<_>>>()?.join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| Some(format!("{}: {}", json!(k), jinja_literal(v)?)))
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+    })
 }
 
 /// `with_sequence`: Ansible's sequence lookup, `start=1 end=3 stride=1 format=%d` or
