@@ -21,6 +21,7 @@ const TRACKED: &[&str] = &[
     "/etc/sysctl.conf",
     "/etc/sysctl.d",
     "/var/lib/copctl-doubles/sysctl",
+    "/etc/hostname",
 ];
 
 const KEYS: [&str; 5] = ["ok", "changed", "failed", "skipped", "ignored"];
@@ -97,17 +98,46 @@ fn stat_slurp_replace_and_raw_end_as_ansible_leaves_them() {
     same_as_ansible("inspect.yml");
 }
 
-/// ansible.posix.sysctl: the files as the module rewrites them, and what the kernel (the sysctl
-/// double) was given, first run and re-run.
+/// ansible.posix.sysctl and hostname: the files as the modules rewrite them, and what the
+/// kernel (the sysctl and hostnamectl doubles) was given, first run and re-run.
 #[test]
-fn kernel_parameters_end_as_ansible_leaves_them() {
+fn kernel_parameters_and_the_name_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
     for s in [&theirs, &ours] {
-        s.lab().install_doubles(&["sysctl"]);
+        s.lab().install_doubles(&["sysctl", "hostnamectl"]);
     }
     same_as_ansible_on(&theirs, &ours, "kernel.yml");
     let calls = ours.lab().double_calls(0);
     assert!(calls.contains(&"sysctl -w vm.max_map_count=262144".to_string()), "sysctl_set: {calls:?}");
+}
+
+/// community.general.modprobe, against the module's own code rather than a run of it: the
+/// kernel here has no module support (no /proc/modules), where Ansible's module fails before it
+/// does anything, so the expected files are what its source writes (the doubled newlines of a
+/// file it comments a line out in included). The modprobe and lsmod doubles play the kernel;
+/// modules.builtin is there, empty. A re-run changes nothing.
+#[test]
+fn kernel_modules_load_and_persist_as_the_module_leaves_them() {
+    let site = site(1);
+    site.lab().install_doubles(&["modprobe", "lsmod"]);
+    site.lab().sh(0, "mkdir -p /lib/modules/$(uname -r) && : > /lib/modules/$(uname -r)/modules.builtin");
+    assert_eq!(copctl_run(&site, "modprobe.yml"), Recap::from([("lab-1".into(), [7, 7, 0, 0, 0])]));
+    let file = |p: &str| std::fs::read_to_string(site.lab().path(0, p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    assert_eq!(file("/etc/modules-load.d/br_netfilter.conf"), "br_netfilter\n");
+    assert_eq!(file("/etc/modules-load.d/loop.conf"), "loop\n");
+    assert_eq!(file("/etc/modprobe.d/loop.conf"), "options loop max_loop=16\n");
+    assert_eq!(file("/etc/modprobe.d/site.conf"), "# site options\n\n#options loop max_loop=8\n\noptions snd foo=1\n");
+    assert_eq!(file("/etc/modules-load.d/legacy.conf"), "#old_mod\n\nother_mod # kept\n");
+    assert!(!site.lab().path(0, "/etc/modules-load.d/overlay.conf").exists(), "overlay is not persistent");
+    let loads: Vec<String> = site.lab().double_calls(0).into_iter().filter(|c| c.starts_with("modprobe")).collect();
+    assert_eq!(loads, ["modprobe br_netfilter", "modprobe overlay", "modprobe loop max_loop=16"]);
+    assert_eq!(copctl_run(&site, "modprobe.yml"), Recap::from([("lab-1".into(), [7, 0, 0, 0, 0])]), "re-run");
+    assert_eq!(site.lab().double_calls(0).iter().filter(|c| c.starts_with("modprobe")).count(), 3);
+}
+
+#[test]
+fn scripts_end_as_ansible_leaves_them() {
+    same_as_ansible("scripts.yml");
 }
 
 #[test]
@@ -214,7 +244,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, include_vars, lineinfile, meta, package, pause, ping, raw, reboot, replace, service, set_fact, setup, shell, slurp, stat, systemd, systemd_service, template, tempfile, user, wait_for, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, user, wait_for, wait_for_connection, yum
 
 "#,
     );

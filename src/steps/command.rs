@@ -79,7 +79,7 @@ pub struct Guards {
 }
 
 /// Whether a guard already decides; `Some(outcome)` to report without running.
-async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome>, Outcome> {
+pub(super) async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome>, Outcome> {
     let mut checks = Vec::new();
     if let Some(p) = &g.creates {
         checks.push(format!("if [ -e {} ]; then echo creates; exit 0; fi", shell_quote(p)));

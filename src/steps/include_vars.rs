@@ -20,10 +20,12 @@ pub struct IncludeVarsArgs {
     /// Put the variables under this one name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Where a relative name is looked for, in order: `DIR/vars/NAME`, then `DIR/NAME`.
+    /// Where a relative name is looked for, in order: `DIR/vars/NAME`, then `DIR/NAME` (none
+    /// given, as in a native playbook: the playbook's directory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub search: Vec<String>,
     /// The files the name may give, read when the playbook loaded: path → variables.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub files: IndexMap<String, Map<String, Value>>,
 }
 
@@ -47,12 +49,14 @@ impl IncludeVarsArgs {
         out
     }
 
-    /// Where a name is looked for, in order.
-    pub fn candidates(&self, name: &str) -> Vec<String> {
+    /// Where a name is looked for, in order (`here`: where a native playbook is).
+    pub fn candidates(&self, name: &str, here: &std::path::Path) -> Vec<String> {
         if name.starts_with('/') {
             return vec![name.to_string()];
         }
-        self.search
+        let here = vec![here.display().to_string()];
+        let search = if self.search.is_empty() { &here } else { &self.search };
+        search
             .iter()
             .flat_map(|d| {
                 let d = d.trim_end_matches('/');
@@ -74,7 +78,7 @@ impl Kind for IncludeVarsArgs {
             Ok(n) => n.trim().to_string(),
             Err(e) => return Outcome::failed(format!("file: {}", crate::template::describe_error(&e))),
         };
-        let tried = self.candidates(&name);
+        let tried = self.candidates(&name, cx.local_dir);
         let Some(path) = tried.iter().find(|p| self.files.contains_key(*p) || std::path::Path::new(p).is_file())
         else {
             return Outcome::failed(format!(

@@ -68,6 +68,10 @@ macro_rules! kinds {
             pause: Pause(PauseArgs),
             sysctl: Sysctl(SysctlArgs),
             include_vars: IncludeVars(IncludeVarsArgs),
+            modprobe: Modprobe(ModprobeArgs),
+            hostname: Hostname(HostnameArgs),
+            script: Script(ScriptArgs),
+            wait_for_connection: WaitForConnection(WaitForConnectionArgs),
         }
     };
 }

@@ -25,15 +25,18 @@ pub const SUPPORTED: &[&str] = &[
     "fetch",
     "file",
     "group",
+    "hostname",
     "include_vars",
     "lineinfile",
     "meta",
+    "modprobe",
     "package",
     "pause",
     "ping",
     "raw",
     "reboot",
     "replace",
+    "script",
     "service",
     "set_fact",
     "setup",
@@ -47,19 +50,16 @@ pub const SUPPORTED: &[&str] = &[
     "tempfile",
     "user",
     "wait_for",
+    "wait_for_connection",
     "yum",
 ];
 
 /// Ansible modules copctl knows of but does not run yet, with why where it is not obvious.
 pub const NOT_YET: &[(&str, &str)] = &[
-    ("script", ""),
     ("get_url", ""),
     ("uri", ""),
     ("unarchive", ""),
-    ("modprobe", ""),
     ("mount", ""),
-    ("hostname", ""),
-    ("wait_for_connection", ""),
     ("git", ""),
     ("pip", ""),
     ("cron", ""),
@@ -107,6 +107,7 @@ pub fn short_name(key: &str) -> Option<&str> {
     match key {
         "ansible.posix.authorized_key" => return Some("authorized_key"),
         "ansible.posix.sysctl" => return Some("sysctl"),
+        "community.general.modprobe" => return Some("modprobe"),
         _ => {}
     }
     if key.contains('.') { None } else { Some(key) }
@@ -906,6 +907,60 @@ pub fn translate(
             a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
             "wait_for"
         }
+        "script" => {
+            // The free form is the script and its arguments, with Ansible's k=v words taken out.
+            let keys: &[&str] = &["creates", "removes", "chdir", "executable", "cmd"];
+            let mut a = Args::new(p, name, node, extra, Some(keys));
+            for k in ["chdir", "creates", "removes"] {
+                put(&mut fields, k, a.text(&[k]));
+            }
+            put(&mut out, "executable", a.text(&["executable"]));
+            let line = match (a.take_raw(), a.text(&["cmd"])) {
+                (Some((r, ..)), None) => Some(r),
+                (None, Some(c)) => Some(c),
+                (None, None) => {
+                    a.missing("the script (free form or cmd)");
+                    None
+                }
+                _ => {
+                    let (l, c) = a.at;
+                    a.p.add(l, c, "script: give the script once (free form or cmd)".into(), "here", None);
+                    None
+                }
+            };
+            a.finish(&["cmd", "creates", "removes", "chdir", "executable"]);
+            let line = line?;
+            let line = line.trim();
+            let (script, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let script = unquote(script);
+            if script.contains("{{") || script.contains("{%") {
+                p.add(
+                    node.line,
+                    node.column,
+                    format!("script: a templated script name ('{script}') is not supported yet"),
+                    "here",
+                    None,
+                );
+                return None;
+            }
+            match find_beside(dirs, "files", &script) {
+                Some(found) => {
+                    out.insert("src".into(), json!(found));
+                }
+                None => {
+                    p.add(
+                        node.line,
+                        node.column,
+                        format!("script: '{script}' not found"),
+                        "here",
+                        Some(format!("looked in files/{script} and {script} under {}", list_dirs(dirs))),
+                    );
+                    return None;
+                }
+            }
+            out.insert("args".into(), json!(args.trim()));
+            "script"
+        }
         "fetch" => {
             let mut a = Args::new(p, name, node, extra, None);
             let src = a.text(&["src"]);
@@ -1203,6 +1258,56 @@ pub fn translate(
                 return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
             }
             "set_fact"
+        }
+        "wait_for_connection" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            for k in ["delay", "sleep", "timeout", "connect_timeout"] {
+                put(&mut out, k, a.number(&[k]));
+            }
+            a.finish(&["delay", "sleep", "timeout", "connect_timeout"]);
+            "wait_for_connection"
+        }
+        "hostname" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name"]));
+            put(
+                &mut out,
+                "use",
+                a.choice(
+                    &["use"],
+                    &[("systemd", "systemd"), ("debian", "debian")],
+                    "copctl sets names with hostnamectl (use: systemd or debian) or, unset, as the host needs",
+                ),
+            );
+            if !out.contains_key("name") {
+                a.missing("name");
+            }
+            a.finish(&["name", "use"]);
+            "hostname"
+        }
+        "modprobe" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "name", a.text(&["name"]));
+            put(
+                &mut out,
+                "state",
+                a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
+            );
+            put(&mut out, "params", a.text(&["params"]));
+            put(
+                &mut out,
+                "persistent",
+                a.choice(
+                    &["persistent"],
+                    &[("disabled", "disabled"), ("present", "present"), ("absent", "absent")],
+                    "persistent: disabled, present or absent",
+                ),
+            );
+            if !out.contains_key("name") {
+                a.missing("name");
+            }
+            a.finish(&["name", "state", "params", "persistent"]);
+            "modprobe"
         }
         "sysctl" => {
             let mut a = Args::new(p, name, node, extra, None);
