@@ -33,11 +33,14 @@ if [ ! -f "$src/$ver/test/integration/targets/lineinfile/tasks/main.yml" ]; then
   rm -rf "$src/dl"
 fi
 # The collections ansible-core routes some modules to (sysctl and mount to ansible.posix,
-# modprobe to community.general), taken from the `ansible` package's wheel on PyPI (Galaxy is not
-# reachable from the test machines): .peers/collections, the lab's ansible.cfg names it.
+# modprobe and pam_limits to community.general), and the public roles the differential tests run
+# unchanged (community.mongodb's mongodb_linux: tests/ansible_public_roles.rs), taken from the
+# `ansible` package's wheel on PyPI (Galaxy is not reachable from the test machines):
+# .peers/collections, the lab's ansible.cfg names it.
 col=.peers/collections
 if [ ! -f "$col/ansible_collections/ansible/posix/plugins/modules/sysctl.py" ] \
-  || [ ! -f "$col/ansible_collections/community/general/plugins/modules/modprobe.py" ]; then
+  || [ ! -f "$col/ansible_collections/community/general/plugins/modules/modprobe.py" ] \
+  || [ ! -f "$col/ansible_collections/community/mongodb/roles/mongodb_linux/tasks/main.yml" ]; then
   rm -rf "$col" && mkdir -p "$col/dl"
   "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps ansible==12.3.0 -d "$col/dl"
   "$venv/bin/python" - "$col" <<'PY'
@@ -45,7 +48,8 @@ import sys, zipfile, glob
 col = sys.argv[1]
 with zipfile.ZipFile(glob.glob(col + "/dl/ansible-*.whl")[0]) as z:
     z.extractall(col, [n for n in z.namelist()
-                       if n.startswith(("ansible_collections/ansible/posix/", "ansible_collections/community/general/"))])
+                       if n.startswith(("ansible_collections/ansible/posix/", "ansible_collections/community/general/",
+                                        "ansible_collections/community/mongodb/"))])
 PY
   rm -rf "$col/dl"
 fi

@@ -22,6 +22,7 @@ const TRACKED: &[&str] = &[
     "/etc/sysctl.d",
     "/var/lib/copctl-doubles/sysctl",
     "/etc/hostname",
+    "/etc/security/limits.conf",
 ];
 
 const KEYS: [&str; 5] = ["ok", "changed", "failed", "skipped", "ignored"];
@@ -98,8 +99,9 @@ fn stat_slurp_replace_and_raw_end_as_ansible_leaves_them() {
     same_as_ansible("inspect.yml");
 }
 
-/// ansible.posix.sysctl and hostname: the files as the modules rewrite them, and what the
-/// kernel (the sysctl and hostnamectl doubles) was given, first run and re-run.
+/// ansible.posix.sysctl, community.general.pam_limits and hostname: the files as the modules
+/// rewrite them, and what the kernel (the sysctl and hostnamectl doubles) was given, first run
+/// and re-run.
 #[test]
 fn kernel_parameters_and_the_name_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
@@ -244,7 +246,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, user, wait_for, wait_for_connection, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, user, wait_for, wait_for_connection, yum
 
 "#,
     );

@@ -72,6 +72,7 @@ macro_rules! kinds {
             hostname: Hostname(HostnameArgs),
             script: Script(ScriptArgs),
             wait_for_connection: WaitForConnection(WaitForConnectionArgs),
+            pam_limits: PamLimits(PamLimitsArgs),
         }
     };
 }

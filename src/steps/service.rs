@@ -1,5 +1,5 @@
 //! `service`: a systemd unit started / stopped / restarted / reloaded, enabled / disabled,
-//! masked / unmasked, with an optional daemon-reload first. One script checks each property and
+//! masked / unmasked, with an optional daemon-reload (and daemon-reexec) first. One script checks each property and
 //! changes only what differs (restarted and reloaded always act).
 
 use serde::{Deserialize, Serialize};
@@ -19,17 +19,26 @@ pub enum ServiceState {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceArgs {
+    /// The unit; none for a step that only reloads or re-executes systemd.
+    #[serde(default)]
     pub name: String,
     pub state: Option<ServiceState>,
     pub enabled: Option<bool>,
     pub masked: Option<bool>,
     #[serde(default)]
     pub daemon_reload: bool,
+    /// `systemctl daemon-reexec` first (after any daemon-reload), as Ansible's systemd module
+    /// runs it: not a change by itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub daemon_reexec: bool,
 }
 
 impl Kind for ServiceArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
+        if a.name.is_empty() && (a.state.is_some() || a.enabled.is_some() || a.masked.is_some()) {
+            return Outcome::failed("name is required to start, stop, enable or mask a unit");
+        }
         let mut s = format!(
             "CHECK={}; u={}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\" || exit 1; }}\n",
             cx.check as u8,
@@ -37,6 +46,9 @@ impl Kind for ServiceArgs {
         );
         if a.daemon_reload {
             s.push_str("[ $CHECK = 1 ] || systemctl daemon-reload || exit 1\n");
+        }
+        if a.daemon_reexec {
+            s.push_str("[ $CHECK = 1 ] || systemctl daemon-reexec || exit 1\n");
         }
         match a.masked {
             Some(true) => s.push_str(

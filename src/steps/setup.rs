@@ -1,5 +1,6 @@
 //! `setup`: gathers the facts Ansible playbooks read most (distribution, os_family, hostname,
-//! addresses, architecture, kernel, memory, CPUs, service and package manager) in one remote
+//! addresses, architecture, kernel, memory, CPUs, service and package manager, virtualization)
+//! in one remote
 //! command, and sets them as `ansible_facts.X` and `ansible_X`, with the values Ansible's own
 //! setup module reports on the same host. What the Ansible front-end puts first in a play that
 //! gathers facts; a native step may use it too.
@@ -39,7 +40,92 @@ elif [ -e /sbin/openrc ]; then m=openrc; elif [ $off = 1 ]; then m=systemd; elif
 echo "service_mgr=$m"
 echo "user_id=$(id -un)"
 for b in dnf5 dnf yum apt-get zypper apk pacman; do if command -v $b >/dev/null 2>&1; then echo "pkg_bin=$b"; fi; done
+VIRT"#;
+
+/// Ansible's Linux virtualization facts (its LinuxVirtual collector, check by check in its
+/// order): containers from /proc/1/cgroup, /proc/1/environ, /run/systemd/container and
+/// /.dockerenv; openvz, xen, DMI vendors and products, /proc/cpuinfo, the kvm/vboxdrv/virtio
+/// modules, dmidecode, /dev/kvm; `NA` when nothing says.
+const VIRT: &str = r#"found=0; vt=; vr=; gt=; ht=
+addg() { case " $gt " in *" $1 "*) ;; *) gt="$gt $1" ;; esac; }
+addh() { case " $ht " in *" $1 "*) ;; *) ht="$ht $1" ;; esac; }
+virt() { if [ $found = 0 ]; then vt=$1; vr=$2; found=1; fi; }
+strip() { sed 's/^[[:space:]]*//; s/[[:space:]]*$//' "$1" 2>/dev/null; }
+if [ -r /proc/1/cgroup ]; then while IFS= read -r l; do
+  if printf '%s\n' "$l" | grep -Eq '/docker(/|-[0-9a-f]+\.scope)'; then addg docker; virt docker guest; fi
+  case "$l" in *"/lxc/"*|*"/machine.slice/machine-lxc"*) addg lxc; virt lxc guest ;; esac
+  case "$l" in *"/system.slice/containerd.service"*) addg containerd; virt containerd guest ;; esac
+done < /proc/1/cgroup; fi
+if [ -r /proc/1/environ ]; then env1=$(tr '\000' '\n' 2>/dev/null < /proc/1/environ); while IFS= read -r l; do
+  case "$l" in *container=lxc*) addg lxc; virt lxc guest ;; esac
+  case "$l" in *container=podman*) addg podman; virt podman guest ;; esac
+  case "$l" in container=?*) addg container; virt container guest ;; esac
+done <<ENV
+$env1
+ENV
+fi
+if [ -e /proc/vz ] && [ ! -e /proc/lve ]; then vt=openvz
+  if [ -e /proc/bc ]; then addh openvz; [ $found = 1 ] || vr=host; else addg openvz; [ $found = 1 ] || vr=guest; fi; found=1; fi
+sc=$(strip /run/systemd/container); if [ -n "$sc" ]; then addg "$sc"; virt "$sc" guest; fi
+if [ -e /.dockerenv ] || [ -e /.dockerinit ]; then addg docker; virt docker guest; fi
+case " $gt " in *" docker "*|*" lxc "*|*" podman "*|*" openvz "*|*" containerd "*) addg container ;; *) [ -z "$sc" ] || addg container ;; esac
+if [ -e /proc/xen ]; then
+  if grep -q control_d /proc/xen/capabilities 2>/dev/null; then addh xen; [ $found = 1 ] || { vt=xen; vr=host; }
+  else [ $found = 1 ] || { vt=xen; vr=guest; }; fi; found=1; fi
+assumed=0; if [ $found = 0 ]; then vr=guest; assumed=1; fi
+d=/sys/devices/virtual/dmi/id; pn=$(strip $d/product_name); sv=$(strip $d/sys_vendor); pf=$(strip $d/product_family); bv=$(strip $d/bios_vendor)
+dmi() { addg "$1"; if [ $found = 0 ]; then vt=$1; found=1; fi; }
+case "$pn" in KVM|"KVM Server"|Bochs|AHV|"CloudStack KVM Hypervisor") dmi kvm ;; esac
+[ "$sv" = oVirt ] && dmi oVirt
+if [ "$sv" = "Red Hat" ]; then if [ "$pf" = RHV ]; then dmi RHV; elif [ "$pn" = "RHEV Hypervisor" ]; then dmi RHEV; fi; fi
+case "$pn" in VMware*) dmi VMware ;; esac
+case "$pn" in "OpenStack Compute"|"OpenStack Nova") dmi openstack ;; esac
+[ "$bv" = Xen ] && dmi xen
+[ "$bv" = "innotek GmbH" ] && dmi virtualbox
+case "$bv" in "Amazon EC2"|DigitalOcean|Hetzner|Linode) dmi kvm ;; esac
+case "$sv" in QEMU|"Amazon EC2"|DigitalOcean|Google|Scaleway|Nutanix) dmi kvm ;; esac
+[ "$sv" = KubeVirt ] && dmi KubeVirt
+[ "$sv" = "Microsoft Corporation" ] && dmi VirtualPC
+[ "$sv" = "Parallels Software International Inc." ] && dmi parallels
+[ "$sv" = "OpenStack Foundation" ] && dmi openstack
+if [ $found = 0 ] && [ $assumed = 1 ]; then vr=; fi
+vx=$(grep -E '^VxID:[[:space:]]+[0-9]+' /proc/self/status 2>/dev/null | head -n 1)
+if [ -n "$vx" ]; then [ $found = 1 ] || vt=linux_vserver
+  if printf '%s\n' "$vx" | grep -Eq '^VxID:[[:space:]]+0'; then addh linux_vserver; [ $found = 1 ] || vr=host
+  else addg linux_vserver; [ $found = 1 ] || vr=guest; fi; found=1; fi
+if [ -r /proc/cpuinfo ]; then while IFS= read -r l; do t=
+  case "$l" in "model name"*"QEMU Virtual CPU"*) t=kvm ;; "vendor_id"*"User Mode Linux"*) t=uml ;; "model name"*UML*) t=uml ;;
+    "machine"*"CHRP IBM pSeries ?emulated by qemu?"*) t=kvm ;; "vendor_id"*"PowerVM Lx86"*) t=powervm_lx86 ;; "vendor_id"*"IBM/S390"*) t="PR/SM" ;; esac
+  [ -n "$t" ] || continue
+  addg "$t"; [ $found = 1 ] || vt=$t
+  if [ "$t" = "PR/SM" ]; then
+    if command -v lscpu >/dev/null 2>&1; then h=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor:[[:space:]]*//p' | head -n 1)
+      if [ -n "$h" ]; then addg "$h"; [ $found = 1 ] || vt=$h; fi
+    else addg ibm_systemz; [ $found = 1 ] || vt=ibm_systemz; fi
+  fi
+  if [ "$vt" = "PR/SM" ]; then [ $found = 1 ] || vr=LPAR; else [ $found = 1 ] || vr=guest; fi
+  found=1
+done < /proc/cpuinfo; fi
+if [ -r /proc/modules ]; then mods=$(cut -d' ' -f1 /proc/modules)
+  if printf '%s\n' "$mods" | grep -qx kvm; then addh kvm; [ $found = 1 ] || { vt=kvm; vr=host; }
+    if [ -d /rhev/ ] && cat /proc/[0-9]*/comm 2>/dev/null | grep -qxE 'vdsmd?'; then addh RHEV; [ $found = 1 ] || vt=RHEV; fi; found=1; fi
+  if printf '%s\n' "$mods" | grep -qx vboxdrv; then addh virtualbox; virt virtualbox host; fi
+  if printf '%s\n' "$mods" | grep -qx virtio; then addh kvm; virt kvm guest; fi
+fi
+if command -v dmidecode >/dev/null 2>&1 && dm=$(dmidecode -s system-product-name 2>/dev/null); then
+  case "$(printf '%s\n' "$dm" | grep -v '^#' | tr -d '[:space:]')" in VMware*) addg VMware; virt VMware guest ;; esac
+  case "$dm" in *BHYVE*) addg bhyve; virt bhyve guest ;; esac
+fi
+if [ -e /dev/kvm ]; then addh kvm; virt kvm host; fi
+[ $found = 1 ] || { vt=NA; vr=NA; }
+echo "virt_type=$vt"; [ -z "$vr" ] || echo "virt_role=$vr"
+for x in $gt; do echo "virt_guest=$x"; done; for x in $ht; do echo "virt_host=$x"; done
 "#;
+
+/// The whole gathering script.
+fn script() -> String {
+    SCRIPT.replace("VIRT", VIRT)
+}
 
 /// Ansible's distribution name for an os-release ID, and its OS family.
 fn distribution(id: &str) -> (String, &'static str) {
@@ -126,6 +212,13 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     m.insert("processor_vcpus".into(), num("vcpus"));
     m.insert("service_mgr".into(), json!(get("service_mgr")));
     m.insert("pkg_mgr".into(), json!(pkg_mgr));
+    m.insert("virtualization_type".into(), json!(get("virt_type")));
+    if !get("virt_role").is_empty() || get("virt_type").is_empty() {
+        m.insert("virtualization_role".into(), json!(get("virt_role")));
+    }
+    let all = |k: &str| kv.iter().filter(|(x, _)| *x == k).map(|(_, v)| *v).collect::<Vec<_>>();
+    m.insert("virtualization_tech_guest".into(), json!(all("virt_guest")));
+    m.insert("virtualization_tech_host".into(), json!(all("virt_host")));
     // The user the facts were gathered as (Ansible's user_id: the remote user, or the become user).
     m.insert("user_id".into(), json!(get("user_id")));
     m
@@ -157,7 +250,7 @@ impl Kind for SetupArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let out = match cx.sh(SCRIPT, None).await {
+        let out = match cx.sh(&script(), None).await {
             Ok(o) => o,
             Err(o) => return o,
         };

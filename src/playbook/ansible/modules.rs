@@ -31,6 +31,7 @@ pub const SUPPORTED: &[&str] = &[
     "meta",
     "modprobe",
     "package",
+    "pam_limits",
     "pause",
     "ping",
     "raw",
@@ -108,6 +109,7 @@ pub fn short_name(key: &str) -> Option<&str> {
         "ansible.posix.authorized_key" => return Some("authorized_key"),
         "ansible.posix.sysctl" => return Some("sysctl"),
         "community.general.modprobe" => return Some("modprobe"),
+        "community.general.pam_limits" => return Some("pam_limits"),
         _ => {}
     }
     if key.contains('.') { None } else { Some(key) }
@@ -836,20 +838,13 @@ pub fn translate(
             if name != "service" {
                 put(&mut out, "masked", a.bool_literal(&["masked"]));
                 put(&mut out, "daemon_reload", a.bool_literal(&["daemon_reload", "daemon-reload"]));
-                takes.extend(["masked", "daemon_reload"]);
+                put(&mut out, "daemon_reexec", a.bool_literal(&["daemon_reexec", "daemon-reexec"]));
+                takes.extend(["masked", "daemon_reload", "daemon_reexec"]);
             }
-            if !out.contains_key("name") {
-                if out.get("daemon_reload") == Some(&json!(true)) {
-                    a.p.add(
-                        a.at.0,
-                        a.at.1,
-                        format!("{name}: a daemon_reload without a unit name is not supported yet"),
-                        "here",
-                        None,
-                    );
-                } else {
-                    a.missing("name");
-                }
+            // Without a unit the module only reloads or re-executes systemd.
+            let daemon_only = ["daemon_reload", "daemon_reexec"].iter().any(|k| out.get(*k) == Some(&json!(true)));
+            if !out.contains_key("name") && !daemon_only {
+                a.missing("name");
             }
             a.finish(&takes);
             "service"
@@ -876,8 +871,14 @@ pub fn translate(
                 "state",
                 a.choice(
                     &["state"],
-                    &[("present", "present"), ("installed", "present"), ("absent", "absent"), ("removed", "absent")],
-                    "state: present (installed) or absent (removed); copctl does not upgrade (latest) yet",
+                    &[
+                        ("present", "present"),
+                        ("installed", "present"),
+                        ("absent", "absent"),
+                        ("removed", "absent"),
+                        ("latest", "latest"),
+                    ],
+                    "state: present (installed), absent (removed) or latest",
                 ),
             );
             if name == "apt" {
@@ -1266,6 +1267,50 @@ pub fn translate(
             }
             a.finish(&["delay", "sleep", "timeout", "connect_timeout"]);
             "wait_for_connection"
+        }
+        "pam_limits" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            for k in ["domain", "value", "dest", "comment"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            // A literal choice is checked now, a templated one when the step runs.
+            let pick = |v: &[&'static str]| v.iter().map(|x| (*x, *x)).collect::<Vec<_>>();
+            for (k, choices, help) in [
+                ("limit_type", crate::steps::pam_limits::TYPES, "limit_type: soft, hard or -".to_string()),
+                (
+                    "limit_item",
+                    crate::steps::pam_limits::ITEMS,
+                    format!("limit_item: one of {}", crate::steps::pam_limits::ITEMS.join(", ")),
+                ),
+            ] {
+                let templated =
+                    a.items.iter().any(|x| x.name == k && x.value.as_str().is_some_and(|t| t.contains("{{")));
+                if templated {
+                    put(&mut out, k, a.text(&[k]));
+                } else {
+                    put(&mut out, k, a.choice(&[k], &pick(choices), &help));
+                }
+            }
+            for k in ["use_max", "use_min", "backup"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            for k in ["domain", "limit_type", "limit_item", "value"] {
+                if !out.contains_key(k) {
+                    a.missing(k);
+                }
+            }
+            a.finish(&[
+                "domain",
+                "limit_type",
+                "limit_item",
+                "value",
+                "use_max",
+                "use_min",
+                "backup",
+                "dest",
+                "comment",
+            ]);
+            "pam_limits"
         }
         "hostname" => {
             let mut a = Args::new(p, name, node, extra, None);
