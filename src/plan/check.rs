@@ -145,6 +145,21 @@ fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, V
 /// The most items of a known loop list checked one by one (the rest are like them).
 const MAX_CHECKED_ITEMS: usize = 64;
 
+/// The conditions of a `when` that read no placeholder of the plan (a registered result, a fact
+/// gathered or set as the run goes): what the plan can decide now.
+fn known_conditions(when: Option<&Condition>, placeholders: &IndexMap<String, Value>) -> Option<Condition> {
+    let words = regex::Regex::new(r"[A-Za-z_][A-Za-z0-9_]*").expect("a valid pattern");
+    let known = |e: &String| !words.find_iter(e).any(|w| placeholders.contains_key(w.as_str()));
+    match when? {
+        Condition::Bool(b) => Some(Condition::Bool(*b)),
+        Condition::Expr(e) => known(e).then(|| Condition::Expr(e.clone())),
+        Condition::All(v) => {
+            let k: Vec<String> = v.iter().filter(|e| known(e)).cloned().collect();
+            (!k.is_empty()).then_some(Condition::All(k))
+        }
+    }
+}
+
 /// Whether a step's `when` is false for this item, as far as the plan can tell.
 fn ruled_out(t: &Templates, when: Option<&Condition>, ctx: &minijinja::Value) -> bool {
     let exprs = match when {
@@ -185,6 +200,12 @@ pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
         let Some(l) = &step.def.loop_over else {
             let ctx = site.context(pb, host, Arc::new(reg));
+            // A step its `when` rules out with what is known before the run (`x is defined` of a
+            // variable nothing defines) is not checked: it will be skipped, as in Ansible.
+            let known_when = known_conditions(step.def.when.as_ref(), &regs[t.playbook]);
+            if ruled_out(&site.templates, known_when.as_ref(), &ctx) {
+                continue;
+            }
             check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
             continue;
         };

@@ -13,7 +13,8 @@ use crate::transport::ExecRequest;
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForArgs {
-    pub port: Option<u16>,
+    /// A port number, or a template giving one.
+    pub port: Option<Number>,
     pub host: Option<String>,
     pub path: Option<String>,
     pub command: Option<String>,
@@ -37,6 +38,11 @@ impl Kind for WaitForArgs {
             };
         let (check, what) = match (&a.port, &a.path, &a.command) {
             (Some(port), None, None) => {
+                let port = match port.get().map(u16::try_from) {
+                    Ok(Ok(p)) => p,
+                    Ok(Err(_)) => return Outcome::failed("wait_for: port: out of range (0 to 65535)"),
+                    Err(e) => return Outcome::failed(format!("wait_for: port: {e}")),
+                };
                 let host = a.host.clone().unwrap_or_else(|| "127.0.0.1".into());
                 (
                     format!(
