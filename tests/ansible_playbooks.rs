@@ -137,6 +137,32 @@ fn kernel_modules_load_and_persist_as_the_module_leaves_them() {
     assert_eq!(site.lab().double_calls(0).iter().filter(|c| c.starts_with("modprobe")).count(), 3);
 }
 
+/// unarchive: the same tree, modes and owners as Ansible's after each run, from an archive the
+/// test makes on the bastion (a directory, an executable, a config file, a symbolic link).
+#[test]
+fn archives_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    let stage = tempfile::tempdir().unwrap();
+    let r = stage.path().join("release");
+    std::fs::create_dir_all(r.join("bin")).unwrap();
+    std::fs::create_dir_all(r.join("conf")).unwrap();
+    std::fs::write(r.join("bin/run.sh"), "#!/bin/sh\necho run\n").unwrap();
+    std::fs::write(r.join("conf/app.conf"), "port = 8080\n").unwrap();
+    std::os::unix::fs::symlink("bin", r.join("current")).unwrap();
+    let sh =
+        |cmd: &str| assert!(std::process::Command::new("sh").args(["-c", cmd]).status().unwrap().success(), "{cmd}");
+    sh(&format!("chmod 0755 {0}/bin/run.sh && chmod 0640 {0}/conf/app.conf", r.display()));
+    for s in [&theirs, &ours] {
+        std::fs::create_dir_all(s.path("files")).unwrap();
+        sh(&format!(
+            "tar -czf {} -C {} --mtime=2026-01-01 --owner=0 --group=0 release",
+            s.path("files/release.tar.gz").display(),
+            stage.path().display()
+        ));
+    }
+    same_as_ansible_on(&theirs, &ours, "archives.yml");
+}
+
 #[test]
 fn scripts_end_as_ansible_leaves_them() {
     same_as_ansible("scripts.yml");
@@ -246,7 +272,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, user, wait_for, wait_for_connection, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, unarchive, user, wait_for, wait_for_connection, yum
 
 "#,
     );

@@ -73,6 +73,7 @@ macro_rules! kinds {
             script: Script(ScriptArgs),
             wait_for_connection: WaitForConnection(WaitForConnectionArgs),
             pam_limits: PamLimits(PamLimitsArgs),
+            unarchive: Unarchive(UnarchiveArgs),
         }
     };
 }

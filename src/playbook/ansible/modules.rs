@@ -49,6 +49,7 @@ pub const SUPPORTED: &[&str] = &[
     "systemd_service",
     "template",
     "tempfile",
+    "unarchive",
     "user",
     "wait_for",
     "wait_for_connection",
@@ -59,7 +60,6 @@ pub const SUPPORTED: &[&str] = &[
 pub const NOT_YET: &[(&str, &str)] = &[
     ("get_url", ""),
     ("uri", ""),
-    ("unarchive", ""),
     ("mount", ""),
     ("git", ""),
     ("pip", ""),
@@ -907,6 +907,94 @@ pub fn translate(
             }
             a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
             "wait_for"
+        }
+        "unarchive" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut fields, "creates", a.text(&["creates"]));
+            let remote = match (a.bool_literal(&["remote_src"]), a.bool_literal(&["copy"])) {
+                (Some(r), _) => r,
+                (None, Some(copy)) => !copy,
+                (None, None) => false,
+            };
+            if remote {
+                out.insert("remote_src".into(), json!(true));
+            }
+            let src = a.text(&["src"]);
+            put(&mut out, "dest", a.text(&["dest"]));
+            put(&mut out, "owner", a.text(&["owner"]));
+            put(&mut out, "group", a.text(&["group"]));
+            put(&mut out, "mode", a.mode());
+            for k in ["exclude", "include", "extra_opts"] {
+                match a.value(&[k]) {
+                    Some(Value::String(s)) => {
+                        let items: Vec<&str> =
+                            if k == "extra_opts" { vec![s.as_str()] } else { s.split(',').map(str::trim).collect() };
+                        out.insert(k.into(), json!(items));
+                    }
+                    Some(Value::Array(v)) => {
+                        out.insert(k.into(), Value::Array(v));
+                    }
+                    Some(other) => {
+                        let (l, c) = a.at;
+                        a.p.add(l, c, format!("unarchive: {k} must be a list, not {}", kind_of(&other)), "here", None);
+                    }
+                    None => {}
+                }
+            }
+            for k in ["keep_newer", "list_files"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            a.default_only("validate_certs", json!(true), "copctl does not download archives");
+            a.default_only("decrypt", json!(true), "copctl copies archives as they are");
+            match (&src, remote) {
+                (Some(s), true) => {
+                    out.insert("src".into(), json!(s));
+                }
+                (Some(s), false) if s.contains("://") => {
+                    let (l, c) = a.at;
+                    a.p.add(l, c, format!("unarchive: a URL as src ('{s}') is not supported yet"), "here", None);
+                }
+                (Some(s), false) if s.contains("{{") || s.contains("{%") => {
+                    let (l, c) = a.at;
+                    a.p.add(
+                        l,
+                        c,
+                        format!("unarchive: a templated src ('{s}') from the bastion is not supported yet"),
+                        "here",
+                        None,
+                    );
+                }
+                (Some(s), false) => match find_beside(dirs, "files", s) {
+                    Some(found) => {
+                        out.insert("src".into(), json!(found));
+                    }
+                    None => {
+                        let (l, c) = a.at;
+                        let help = format!("looked in files/{s} and {s} under {}", list_dirs(dirs));
+                        a.p.add(l, c, format!("unarchive: src '{s}' not found"), "here", Some(help));
+                    }
+                },
+                (None, _) => a.missing("src"),
+            }
+            if !out.contains_key("dest") {
+                a.missing("dest");
+            }
+            a.finish(&[
+                "src",
+                "dest",
+                "remote_src",
+                "copy",
+                "creates",
+                "owner",
+                "group",
+                "mode",
+                "exclude",
+                "include",
+                "extra_opts",
+                "keep_newer",
+                "list_files",
+            ]);
+            "unarchive"
         }
         "script" => {
             // The free form is the script and its arguments, with Ansible's k=v words taken out.

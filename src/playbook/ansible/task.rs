@@ -277,7 +277,12 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                 None => {
                     f.p.add_key(
                         k,
-                        format!("module '{}' is not supported: copctl runs ansible.builtin modules only", k.name),
+                        format!(
+                            "module '{}' is not supported: copctl runs ansible.builtin modules and, of the \
+                             collections', ansible.posix's authorized_key and sysctl and community.general's \
+                             modprobe and pam_limits",
+                            k.name
+                        ),
                         Some(modules_help()),
                     );
                     module = module.or(Some((k, v, "")));
