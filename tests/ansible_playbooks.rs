@@ -163,6 +163,45 @@ fn archives_end_as_ansible_leaves_them() {
     same_as_ansible_on(&theirs, &ours, "archives.yml");
 }
 
+/// get_url from the node's own mirror (file URLs): the same files, modes and recap as Ansible's,
+/// a checksum sparing the download on the re-run, failures where Ansible fails.
+#[test]
+fn downloads_end_as_ansible_leaves_them() {
+    same_as_ansible("downloads.yml");
+}
+
+/// get_url over HTTP from a mirror on the bastion (Python's http.server, which answers
+/// If-Modified-Since with 304): the same files and recap as Ansible's, first run and re-run.
+#[test]
+fn http_downloads_end_as_ansible_leaves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tool-2.0.bin"), "tool binary 2.0\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = std::process::Command::new("python3")
+        .args(["-m", "http.server", "--bind", "127.0.0.1", &port.to_string(), "--directory"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "the mirror did not start");
+    let mirror = format!("mirror=http://127.0.0.1:{port}");
+    let args = ["downloads-http.yml", "-e", mirror.as_str()];
+    let (theirs, ours) = (site(2), site(2));
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run_with(&theirs, &args), copctl_run_with(&ours, &args));
+        eprintln!("downloads-http.yml {run}: ansible {a:?} copctl {b:?}");
+        assert_eq!(diff(&state(&theirs, 2), &state(&ours, 2)), "", "{run}: the hosts' files differ");
+        assert_eq!(a, b, "{run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
 #[test]
 fn scripts_end_as_ansible_leaves_them() {
     same_as_ansible("scripts.yml");
@@ -272,7 +311,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, unarchive, user, wait_for, wait_for_connection, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, get_url, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, unarchive, user, wait_for, wait_for_connection, yum
 
 "#,
     );

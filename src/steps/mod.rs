@@ -13,11 +13,13 @@
 //! template source (`Outcome::withhold`), each saying which secret variables it reads.
 
 mod args;
+mod attrs;
 mod backup;
 mod edit;
 mod home;
 mod source;
 mod transfer;
+pub(crate) use attrs::file_attrs;
 mod validate;
 
 use std::collections::BTreeSet;
@@ -74,6 +76,7 @@ macro_rules! kinds {
             wait_for_connection: WaitForConnection(WaitForConnectionArgs),
             pam_limits: PamLimits(PamLimitsArgs),
             unarchive: Unarchive(UnarchiveArgs),
+            get_url: GetUrl(GetUrlArgs),
         }
     };
 }

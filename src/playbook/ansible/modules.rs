@@ -24,6 +24,7 @@ pub const SUPPORTED: &[&str] = &[
     "fail",
     "fetch",
     "file",
+    "get_url",
     "group",
     "hostname",
     "include_vars",
@@ -58,7 +59,6 @@ pub const SUPPORTED: &[&str] = &[
 
 /// Ansible modules copctl knows of but does not run yet, with why where it is not obvious.
 pub const NOT_YET: &[(&str, &str)] = &[
-    ("get_url", ""),
     ("uri", ""),
     ("mount", ""),
     ("git", ""),
@@ -907,6 +907,61 @@ pub fn translate(
             }
             a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
             "wait_for"
+        }
+        "get_url" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "url", a.text(&["url"]));
+            put(&mut out, "dest", a.text(&["dest"]));
+            put(&mut out, "checksum", a.text(&["checksum"]));
+            put(&mut out, "owner", a.text(&["owner"]));
+            put(&mut out, "group", a.text(&["group"]));
+            put(&mut out, "mode", a.mode());
+            put(&mut out, "url_username", a.text(&["url_username", "username"]));
+            put(&mut out, "url_password", a.text(&["url_password", "password"]));
+            put(&mut out, "timeout", a.number(&["timeout"]));
+            for k in ["force", "validate_certs"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            match a.value(&["headers"]) {
+                Some(Value::Object(m)) => {
+                    let h: Map<String, Value> = m
+                        .into_iter()
+                        .map(|(k, v)| {
+                            (k, Value::String(v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+                        })
+                        .collect();
+                    out.insert("headers".into(), Value::Object(h));
+                }
+                Some(other) => {
+                    let (l, c) = a.at;
+                    a.p.add(l, c, format!("get_url: headers must be a mapping, not {}", kind_of(&other)), "here", None);
+                }
+                None => {}
+            }
+            a.default_only("backup", json!(false), "copctl keeps no backup copies of downloads yet");
+            a.default_only("use_proxy", json!(true), "the host's proxy variables apply");
+            a.default_only("force_basic_auth", json!(false), "credentials are sent as curl sends them");
+            a.default_only("decompress", json!(true), "copctl saves what the server sends");
+            for k in ["url", "dest"] {
+                if !out.contains_key(k) {
+                    a.missing(k);
+                }
+            }
+            a.finish(&[
+                "url",
+                "dest",
+                "checksum",
+                "owner",
+                "group",
+                "mode",
+                "url_username",
+                "url_password",
+                "timeout",
+                "force",
+                "validate_certs",
+                "headers",
+            ]);
+            "get_url"
         }
         "unarchive" => {
             let mut a = Args::new(p, name, node, extra, None);
