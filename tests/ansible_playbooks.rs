@@ -23,6 +23,7 @@ const TRACKED: &[&str] = &[
     "/var/lib/copctl-doubles/sysctl",
     "/etc/hostname",
     "/etc/security/limits.conf",
+    "/etc/fstab",
 ];
 
 const KEYS: [&str; 5] = ["ok", "changed", "failed", "skipped", "ignored"];
@@ -202,6 +203,13 @@ fn http_downloads_end_as_ansible_leaves_them() {
     server.wait().unwrap();
 }
 
+/// ansible.posix.mount: fstab as the module rewrites it and what is mounted (a tmpfs mounted,
+/// remounted with new options), first run and re-run.
+#[test]
+fn mounts_end_as_ansible_leaves_them() {
+    same_as_ansible("mounts.yml");
+}
+
 #[test]
 fn scripts_end_as_ansible_leaves_them() {
     same_as_ansible("scripts.yml");
@@ -311,7 +319,7 @@ fn an_unknown_module_is_refused_where_it_is_written() {
    :       ^^^^|^^^^
    :           `-- here
    `----
-  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, get_url, group, hostname, include_vars, lineinfile, meta, modprobe, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, unarchive, user, wait_for, wait_for_connection, yum
+  help: did you mean lineinfile? copctl runs these Ansible modules: apt, assert, authorized_key, blockinfile, command, copy, debug, dnf, fail, fetch, file, get_url, group, hostname, include_vars, lineinfile, meta, modprobe, mount, package, pam_limits, pause, ping, raw, reboot, replace, script, service, set_fact, setup, shell, slurp, stat, sysctl, systemd, systemd_service, template, tempfile, unarchive, user, wait_for, wait_for_connection, yum
 
 "#,
     );

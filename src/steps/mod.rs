@@ -77,6 +77,7 @@ macro_rules! kinds {
             pam_limits: PamLimits(PamLimitsArgs),
             unarchive: Unarchive(UnarchiveArgs),
             get_url: GetUrl(GetUrlArgs),
+            mount: Mount(MountArgs),
         }
     };
 }

@@ -31,6 +31,7 @@ pub const SUPPORTED: &[&str] = &[
     "lineinfile",
     "meta",
     "modprobe",
+    "mount",
     "package",
     "pam_limits",
     "pause",
@@ -60,7 +61,6 @@ pub const SUPPORTED: &[&str] = &[
 /// Ansible modules copctl knows of but does not run yet, with why where it is not obvious.
 pub const NOT_YET: &[(&str, &str)] = &[
     ("uri", ""),
-    ("mount", ""),
     ("git", ""),
     ("pip", ""),
     ("cron", ""),
@@ -108,6 +108,7 @@ pub fn short_name(key: &str) -> Option<&str> {
     match key {
         "ansible.posix.authorized_key" => return Some("authorized_key"),
         "ansible.posix.sysctl" => return Some("sysctl"),
+        "ansible.posix.mount" => return Some("mount"),
         "community.general.modprobe" => return Some("modprobe"),
         "community.general.pam_limits" => return Some("pam_limits"),
         _ => {}
@@ -907,6 +908,27 @@ pub fn translate(
             }
             a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
             "wait_for"
+        }
+        "mount" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "path", a.text(&["path", "name"]));
+            let states: Vec<(&str, &str)> = crate::steps::mount::STATES.iter().map(|x| (*x, *x)).collect();
+            let help = format!("state: {} (ephemeral is not supported yet)", crate::steps::mount::STATES.join(", "));
+            put(&mut out, "state", a.choice(&["state"], &states, &help));
+            for k in ["src", "fstype", "opts", "dump", "passno", "fstab"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            for k in ["boot", "backup"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            a.default_only("opts_no_log", json!(false), "copctl shows mount options as it shows other arguments");
+            for k in ["path", "state"] {
+                if !out.contains_key(k) {
+                    a.missing(k);
+                }
+            }
+            a.finish(&["path", "state", "src", "fstype", "opts", "dump", "passno", "fstab", "boot", "backup"]);
+            "mount"
         }
         "get_url" => {
             let mut a = Args::new(p, name, node, extra, None);

@@ -279,7 +279,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         k,
                         format!(
                             "module '{}' is not supported: copctl runs ansible.builtin modules and, of the \
-                             collections', ansible.posix's authorized_key and sysctl and community.general's \
+                             collections', ansible.posix's authorized_key, mount and sysctl and community.general's \
                              modprobe and pam_limits",
                             k.name
                         ),
