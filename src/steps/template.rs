@@ -35,13 +35,20 @@ fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> minijinja::Value {
 }
 
 /// The variables Ansible's template module adds for the file it renders (over the host's):
-/// `ansible_managed` (its default text, "Ansible managed"), `template_host` (the bastion's
+/// `ansible_managed` (its default text, "Ansible managed", unless the site sets one),
+/// `template_host` (the bastion's
 /// name), `template_path`/`template_fullpath` and `template_destpath`. Not the run date or the
 /// file's times, which would make the file differ on every run.
 pub fn with_template_vars(vars: &minijinja::Value, src: &str, dest: &str) -> minijinja::Value {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    // A site's own `ansible_managed` stays, as Ansible leaves it.
+    let managed = vars
+        .get_attr("ansible_managed")
+        .ok()
+        .filter(|v| !v.is_undefined())
+        .unwrap_or_else(|| minijinja::Value::from("Ansible managed"));
     minijinja::context! {
-        ansible_managed => "Ansible managed",
+        ansible_managed => managed,
         template_host => host.trim(),
         template_path => src,
         template_fullpath => src,

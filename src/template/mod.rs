@@ -274,7 +274,7 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file, first_found and list";
+const LOOKUPS: &str = "env, file, fileglob, first_found, list and vars";
 
 /// Ansible's lookup plugin `kind` over `terms`, on the bastion: its list of results.
 /// `env` (an unset variable is an error here, not Ansible's silent empty string, unless a
@@ -323,6 +323,38 @@ fn run_lookup(
             out
         }
         "list" => terms.to_vec(),
+        "vars" => {
+            // A variable by name (its value as the context holds it), or `default`.
+            let default: Option<Value> = kw.get("default")?;
+            let mut out = Vec::new();
+            for term in terms {
+                let name = term.as_str().ok_or_else(|| fail(format!("Variable name must be 'str' not {term}.")))?;
+                match state.lookup(name).filter(|v| !v.is_undefined()) {
+                    Some(v) => out.push(v),
+                    None => match &default {
+                        Some(d) => out.push(d.clone()),
+                        None => {
+                            return Err(minijinja::Error::new(
+                                ErrorKind::UndefinedError,
+                                format!("No variable named '{name}' was found."),
+                            ));
+                        }
+                    },
+                }
+            }
+            out
+        }
+        "fileglob" => {
+            let search: Vec<String> = state
+                .lookup("ansible_search_path")
+                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
+                .unwrap_or_default();
+            let mut out = Vec::new();
+            for term in terms {
+                out.extend(fileglob(&search, &text(term)?).into_iter().map(Value::from));
+            }
+            out
+        }
         "first_found" => {
             let search: Vec<String> = state
                 .lookup("ansible_search_path")
@@ -352,6 +384,58 @@ fn run_lookup(
     };
     kw.assert_all_used()?;
     Ok(out)
+}
+
+/// Ansible's fileglob lookup for one pattern: a pattern with a directory is looked for as a
+/// file lookup finds that directory (`files/` first); a bare one in `files/` and then each
+/// directory of the search path; the files of the first directory with matches. Python's glob
+/// rules (`*` and `?` skip a leading dot, `[...]`), in name order (Python's is the directory's).
+fn fileglob(search: &[String], term: &str) -> Vec<String> {
+    let (dir, pattern) = match term.rsplit_once('/') {
+        Some((d, p)) => (Some(if d.is_empty() { "/" } else { d }), p),
+        None => (None, term),
+    };
+    let dirs: Vec<PathBuf> = match dir {
+        Some(d) => vec![find_file(search, "files", d)],
+        None => search.iter().flat_map(|p| [Path::new(p).join("files"), PathBuf::from(p)]).collect(),
+    };
+    let mut re = String::from("^");
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                let mut class = String::from("[");
+                for n in chars.by_ref() {
+                    if n == ']' {
+                        break;
+                    }
+                    class.push(if n == '!' && class.len() == 1 { '^' } else { n });
+                }
+                class.push(']');
+                re.push_str(&class);
+            }
+            other => re.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    re.push('$');
+    let Ok(re) = regex::Regex::new(&re) else { return vec![] };
+    for d in dirs {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let mut found: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| re.is_match(n) && (!n.starts_with('.') || pattern.starts_with('.')))
+            .map(|n| d.join(n).display().to_string())
+            .collect();
+        if !found.is_empty() {
+            found.sort();
+            return found;
+        }
+    }
+    vec![]
 }
 
 /// The first_found lookup's options: from its keyword arguments, then from each mapping term
@@ -1194,7 +1278,9 @@ mod tests {
         assert_eq!(t.render_str(&src, &ctx).unwrap(), "s3cret pass|1");
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
-            e.to_string().contains("lookup('vault', ...): copctl has the env, file, first_found and list lookups"),
+            e.to_string().contains(
+                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, list and vars lookups"
+            ),
             "{e}"
         );
     }

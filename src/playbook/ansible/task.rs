@@ -26,6 +26,7 @@ pub const KEYWORDS: &[&str] = &[
     "with_together",
     "with_nested",
     "with_first_found",
+    "with_fileglob",
     "loop_control",
     "check_mode",
     "diff",
@@ -63,7 +64,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("become_exe", ""),
     ("ignore_unreachable", ""),
     ("local_action", ""),
-    ("with_fileglob", ""),
     ("with_subelements", ""),
     ("with_lines", ""),
     ("with_indexed_items", ""),
@@ -315,7 +315,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
                     "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together"
-                    | "with_nested" | "with_first_found" => loop_items(f, k, v),
+                    | "with_nested" | "with_first_found" | "with_fileglob" => loop_items(f, k, v),
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => become_user(f, k, v).map(Value::from),
                     "until" => {
@@ -556,6 +556,7 @@ pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         "with_together" => with_together(f, k, v),
         "with_nested" => with_nested(f, k, v),
         "with_first_found" => with_first_found(f, k, v),
+        "with_fileglob" => with_fileglob(f, k, v),
         _ => Some(v.to_value()),
     }
 }
@@ -726,6 +727,22 @@ fn with_first_found(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         Some(e) => Some(Value::String(format!("{{{{ query('first_found', {e}, _subdir='__SUBDIR__') }}}}"))),
         None => {
             f.p.add_key(k, "with_first_found: a {% %} block inside a term is not supported yet".into(), None);
+            None
+        }
+    }
+}
+
+/// `with_fileglob`: a loop over the files the patterns match on the bastion (Ansible's fileglob
+/// lookup: `files/` and the search path), found when the loop runs.
+fn with_fileglob(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let terms = match v.to_value() {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    match terms.iter().map(template_expr).collect::<Option<Vec<_>>>() {
+        Some(e) => Some(Value::String(format!("{{{{ query('fileglob', {}) }}}}", e.join(", ")))),
+        None => {
+            f.p.add_key(k, "with_fileglob: a {% %} block inside a pattern is not supported yet".into(), None);
             None
         }
     }
