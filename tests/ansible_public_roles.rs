@@ -41,9 +41,15 @@ fn site(collection: &str, role: &str) -> Site {
     site.lab().install_doubles(&["sysctl", "systemctl", "apt-get", "dpkg-query"]);
     // Booted by systemd, as the role's nodes are (Ansible's facts look for /run/systemd/system).
     // Ansible's service module runs /usr/bin/systemctl by that path (it looks in /usr/bin before
-    // PATH): the double takes its place in the host's own root.
+    // PATH): the double takes its place in the host's own root. An air-gapped node has no
+    // package lists: `latest` is then what is installed for both tools (python-apt's cache and
+    // apt-cache read the same), whatever the test machine's own lists offer.
     for i in 0..2 {
-        site.lab().sh(i, "mkdir -p /run/systemd/system && cp /usr/local/sbin/systemctl /usr/bin/systemctl");
+        site.lab().sh(
+            i,
+            "mkdir -p /run/systemd/system && cp /usr/local/sbin/systemctl /usr/bin/systemctl \
+             && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin",
+        );
     }
     site
 }

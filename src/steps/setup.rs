@@ -50,9 +50,9 @@ const VIRT: &str = r#"found=0; vt=; vr=; gt=; ht=
 addg() { case " $gt " in *" $1 "*) ;; *) gt="$gt $1" ;; esac; }
 addh() { case " $ht " in *" $1 "*) ;; *) ht="$ht $1" ;; esac; }
 virt() { if [ $found = 0 ]; then vt=$1; vr=$2; found=1; fi; }
-strip() { sed 's/^[[:space:]]*//; s/[[:space:]]*$//' "$1" 2>/dev/null; }
+first() { v=; [ -r "$1" ] && IFS=' 	' read -r v < "$1" 2>/dev/null; printf '%s' "$v"; }
 if [ -r /proc/1/cgroup ]; then while IFS= read -r l; do
-  if printf '%s\n' "$l" | grep -Eq '/docker(/|-[0-9a-f]+\.scope)'; then addg docker; virt docker guest; fi
+  case "$l" in */docker/*|*/docker-*.scope*) addg docker; virt docker guest ;; esac
   case "$l" in *"/lxc/"*|*"/machine.slice/machine-lxc"*) addg lxc; virt lxc guest ;; esac
   case "$l" in *"/system.slice/containerd.service"*) addg containerd; virt containerd guest ;; esac
 done < /proc/1/cgroup; fi
@@ -66,14 +66,15 @@ ENV
 fi
 if [ -e /proc/vz ] && [ ! -e /proc/lve ]; then vt=openvz
   if [ -e /proc/bc ]; then addh openvz; [ $found = 1 ] || vr=host; else addg openvz; [ $found = 1 ] || vr=guest; fi; found=1; fi
-sc=$(strip /run/systemd/container); if [ -n "$sc" ]; then addg "$sc"; virt "$sc" guest; fi
+sc=$(first /run/systemd/container); if [ -n "$sc" ]; then addg "$sc"; virt "$sc" guest; fi
 if [ -e /.dockerenv ] || [ -e /.dockerinit ]; then addg docker; virt docker guest; fi
 case " $gt " in *" docker "*|*" lxc "*|*" podman "*|*" openvz "*|*" containerd "*) addg container ;; *) [ -z "$sc" ] || addg container ;; esac
-if [ -e /proc/xen ]; then
-  if grep -q control_d /proc/xen/capabilities 2>/dev/null; then addh xen; [ $found = 1 ] || { vt=xen; vr=host; }
+if [ -e /proc/xen ]; then xh=0
+  if [ -r /proc/xen/capabilities ]; then while IFS= read -r l; do case "$l" in *control_d*) xh=1 ;; esac; done < /proc/xen/capabilities; fi
+  if [ $xh = 1 ]; then addh xen; [ $found = 1 ] || { vt=xen; vr=host; }
   else [ $found = 1 ] || { vt=xen; vr=guest; }; fi; found=1; fi
 assumed=0; if [ $found = 0 ]; then vr=guest; assumed=1; fi
-d=/sys/devices/virtual/dmi/id; pn=$(strip $d/product_name); sv=$(strip $d/sys_vendor); pf=$(strip $d/product_family); bv=$(strip $d/bios_vendor)
+d=/sys/devices/virtual/dmi/id; pn=$(first $d/product_name); sv=$(first $d/sys_vendor); pf=$(first $d/product_family); bv=$(first $d/bios_vendor)
 dmi() { addg "$1"; if [ $found = 0 ]; then vt=$1; found=1; fi; }
 case "$pn" in KVM|"KVM Server"|Bochs|AHV|"CloudStack KVM Hypervisor") dmi kvm ;; esac
 [ "$sv" = oVirt ] && dmi oVirt
@@ -89,10 +90,11 @@ case "$sv" in QEMU|"Amazon EC2"|DigitalOcean|Google|Scaleway|Nutanix) dmi kvm ;;
 [ "$sv" = "Parallels Software International Inc." ] && dmi parallels
 [ "$sv" = "OpenStack Foundation" ] && dmi openstack
 if [ $found = 0 ] && [ $assumed = 1 ]; then vr=; fi
-vx=$(grep -E '^VxID:[[:space:]]+[0-9]+' /proc/self/status 2>/dev/null | head -n 1)
-if [ -n "$vx" ]; then [ $found = 1 ] || vt=linux_vserver
-  if printf '%s\n' "$vx" | grep -Eq '^VxID:[[:space:]]+0'; then addh linux_vserver; [ $found = 1 ] || vr=host
-  else addg linux_vserver; [ $found = 1 ] || vr=guest; fi; found=1; fi
+if [ -r /proc/self/status ]; then while IFS= read -r l; do case "$l" in VxID:*)
+  x=${l#VxID:}; x=${x#"${x%%[![:space:]]*}"}; case "$x" in ''|*[!0-9]*) continue ;; esac
+  [ $found = 1 ] || vt=linux_vserver
+  if [ "$x" = 0 ]; then addh linux_vserver; [ $found = 1 ] || vr=host; else addg linux_vserver; [ $found = 1 ] || vr=guest; fi
+  found=1 ;; esac; done < /proc/self/status; fi
 if [ -r /proc/cpuinfo ]; then while IFS= read -r l; do t=
   case "$l" in "model name"*"QEMU Virtual CPU"*) t=kvm ;; "vendor_id"*"User Mode Linux"*) t=uml ;; "model name"*UML*) t=uml ;;
     "machine"*"CHRP IBM pSeries ?emulated by qemu?"*) t=kvm ;; "vendor_id"*"PowerVM Lx86"*) t=powervm_lx86 ;; "vendor_id"*"IBM/S390"*) t="PR/SM" ;; esac
@@ -106,11 +108,12 @@ if [ -r /proc/cpuinfo ]; then while IFS= read -r l; do t=
   if [ "$vt" = "PR/SM" ]; then [ $found = 1 ] || vr=LPAR; else [ $found = 1 ] || vr=guest; fi
   found=1
 done < /proc/cpuinfo; fi
-if [ -r /proc/modules ]; then mods=$(cut -d' ' -f1 /proc/modules)
-  if printf '%s\n' "$mods" | grep -qx kvm; then addh kvm; [ $found = 1 ] || { vt=kvm; vr=host; }
+if [ -r /proc/modules ]; then kvm=0 vbox=0 virtio=0
+  while read -r m _; do case "$m" in kvm) kvm=1 ;; vboxdrv) vbox=1 ;; virtio) virtio=1 ;; esac; done < /proc/modules
+  if [ $kvm = 1 ]; then addh kvm; [ $found = 1 ] || { vt=kvm; vr=host; }
     if [ -d /rhev/ ] && cat /proc/[0-9]*/comm 2>/dev/null | grep -qxE 'vdsmd?'; then addh RHEV; [ $found = 1 ] || vt=RHEV; fi; found=1; fi
-  if printf '%s\n' "$mods" | grep -qx vboxdrv; then addh virtualbox; virt virtualbox host; fi
-  if printf '%s\n' "$mods" | grep -qx virtio; then addh kvm; virt kvm guest; fi
+  if [ $vbox = 1 ]; then addh virtualbox; virt virtualbox host; fi
+  if [ $virtio = 1 ]; then addh kvm; virt kvm guest; fi
 fi
 if command -v dmidecode >/dev/null 2>&1 && dm=$(dmidecode -s system-product-name 2>/dev/null); then
   case "$(printf '%s\n' "$dm" | grep -v '^#' | tr -d '[:space:]')" in VMware*) addg VMware; virt VMware guest ;; esac
