@@ -258,30 +258,9 @@ fn differences(out: &str, root: bool, a: &UnarchiveArgs) -> Vec<String> {
     d
 }
 
-/// Python's fnmatch for the module's `exclude` patterns: `*`, `?` and `[...]`.
+/// Python's fnmatch for the module's `exclude` patterns.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    let mut re = String::from("^");
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut class = String::from("[");
-                for n in chars.by_ref() {
-                    if n == ']' {
-                        break;
-                    }
-                    class.push(if n == '!' && class.len() == 1 { '^' } else { n });
-                }
-                class.push(']');
-                re.push_str(&class);
-            }
-            other => re.push_str(&regex::escape(&other.to_string())),
-        }
-    }
-    re.push('$');
-    regex::Regex::new(&re).is_ok_and(|r| r.is_match(name))
+    crate::template::fnmatch(pattern).is_some_and(|r| r.is_match(name))
 }
 
 #[cfg(test)]

@@ -306,10 +306,7 @@ fn run_lookup(
         "file" => {
             let lstrip: bool = kw.get::<Option<bool>>("lstrip")?.unwrap_or(false);
             let rstrip: bool = kw.get::<Option<bool>>("rstrip")?.unwrap_or(true);
-            let search: Vec<String> = state
-                .lookup("ansible_search_path")
-                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
-                .unwrap_or_default();
+            let search = search_path(state);
             let mut out = Vec::new();
             for term in terms {
                 let term = text(term)?;
@@ -345,10 +342,7 @@ fn run_lookup(
             out
         }
         "fileglob" => {
-            let search: Vec<String> = state
-                .lookup("ansible_search_path")
-                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
-                .unwrap_or_default();
+            let search = search_path(state);
             let mut out = Vec::new();
             for term in terms {
                 out.extend(fileglob(&search, &text(term)?).into_iter().map(Value::from));
@@ -356,10 +350,7 @@ fn run_lookup(
             out
         }
         "first_found" => {
-            let search: Vec<String> = state
-                .lookup("ansible_search_path")
-                .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
-                .unwrap_or_default();
+            let search = search_path(state);
             // `with_first_found` looks in the subdirectory its module's name suggests.
             let sub: Option<String> = kw.get("_subdir")?;
             let mut options = FirstFound::from_kwargs(kw)?;
@@ -386,19 +377,17 @@ fn run_lookup(
     Ok(out)
 }
 
-/// Ansible's fileglob lookup for one pattern: a pattern with a directory is looked for as a
-/// file lookup finds that directory (`files/` first); a bare one in `files/` and then each
-/// directory of the search path; the files of the first directory with matches. Python's glob
-/// rules (`*` and `?` skip a leading dot, `[...]`), in name order (Python's is the directory's).
-fn fileglob(search: &[String], term: &str) -> Vec<String> {
-    let (dir, pattern) = match term.rsplit_once('/') {
-        Some((d, p)) => (Some(if d.is_empty() { "/" } else { d }), p),
-        None => (None, term),
-    };
-    let dirs: Vec<PathBuf> = match dir {
-        Some(d) => vec![find_file(search, "files", d)],
-        None => search.iter().flat_map(|p| [Path::new(p).join("files"), PathBuf::from(p)]).collect(),
-    };
+/// The task's `ansible_search_path` as a list of directories (none outside an Ansible task).
+fn search_path(state: &minijinja::State) -> Vec<String> {
+    state
+        .lookup("ansible_search_path")
+        .and_then(|v| v.try_iter().ok().map(|i| i.filter_map(|p| p.as_str().map(String::from)).collect()))
+        .unwrap_or_default()
+}
+
+/// A shell-style pattern as Python's `fnmatch` reads it (`*`, `?`, `[...]` with `!` for not),
+/// matching a whole name.
+pub fn fnmatch(pattern: &str) -> Option<regex::Regex> {
     let mut re = String::from("^");
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -420,7 +409,23 @@ fn fileglob(search: &[String], term: &str) -> Vec<String> {
         }
     }
     re.push('$');
-    let Ok(re) = regex::Regex::new(&re) else { return vec![] };
+    regex::Regex::new(&re).ok()
+}
+
+/// Ansible's fileglob lookup for one pattern: a pattern with a directory is looked for as a
+/// file lookup finds that directory (`files/` first); a bare one in `files/` and then each
+/// directory of the search path; the files of the first directory with matches. Python's glob
+/// rules (`*` and `?` skip a leading dot, `[...]`), in name order (Python's is the directory's).
+fn fileglob(search: &[String], term: &str) -> Vec<String> {
+    let (dir, pattern) = match term.rsplit_once('/') {
+        Some((d, p)) => (Some(if d.is_empty() { "/" } else { d }), p),
+        None => (None, term),
+    };
+    let dirs: Vec<PathBuf> = match dir {
+        Some(d) => vec![find_file(search, "files", d)],
+        None => search.iter().flat_map(|p| [Path::new(p).join("files"), PathBuf::from(p)]).collect(),
+    };
+    let Some(re) = fnmatch(pattern) else { return vec![] };
     for d in dirs {
         let Ok(entries) = std::fs::read_dir(&d) else { continue };
         let mut found: Vec<String> = entries
