@@ -210,6 +210,27 @@ fn mounts_end_as_ansible_leaves_them() {
     same_as_ansible("mounts.yml");
 }
 
+/// A task's `throttle: 1` runs it on one host at a time (its hosts' start-to-end intervals do
+/// not overlap), where the task before it, unthrottled, ran on all three at once.
+#[test]
+fn throttle_runs_a_task_on_so_many_hosts_at_once() {
+    let site = site(3);
+    copctl_run_with(&site, &["throttle.yml", "-f", "3"]);
+    let interval = |i: usize, what: &str| -> (f64, f64) {
+        let read = |f: &str| {
+            let p = site.lab().path(i, &format!("/tmp/{what}-{f}"));
+            std::fs::read_to_string(&p).unwrap().trim().parse::<f64>().unwrap()
+        };
+        (read("start"), read("end"))
+    };
+    let overlaps = |what: &str| {
+        let v: Vec<(f64, f64)> = (0..3).map(|i| interval(i, what)).collect();
+        (0..3).any(|a| (0..3).any(|b| a != b && v[a].0 < v[b].1 && v[b].0 < v[a].1))
+    };
+    assert!(!overlaps("throttle"), "throttle: 1 ran the task on two hosts at once");
+    assert!(overlaps("free"), "without throttle the hosts run together");
+}
+
 #[test]
 fn scripts_end_as_ansible_leaves_them() {
     same_as_ansible("scripts.yml");

@@ -69,6 +69,9 @@ macro_rules! step_def {
             pub ignore_errors: bool,
             /// Seconds; default 1800 so that one hung host never freezes a run.
             pub timeout: Option<u64>,
+            /// At most this many hosts run the step at once (Ansible's task `throttle`), within
+            /// `--forks` and the play's own.
+            pub throttle: Option<usize>,
             /// Ansible's `check_mode:` on one step: `true` only reports what it would change,
             /// `false` changes the host even under `--check`; unset follows the run.
             pub check_mode: Option<bool>,

@@ -1,5 +1,5 @@
 //! The run: executes the planned DAG. A task starts the moment its dependencies are done (no
-//! lock-step across hosts), at most `--forks` at once (and a play's `throttle`). A failed task
+//! lock-step across hosts), at most `--forks` at once (and a play's or a step's `throttle`). A failed task
 //! takes its host out of the rest of the run and blocks the tasks of other hosts that wait for
 //! it; unrelated hosts go on. `max_fail` / `any_errors_fatal` abort a play per batch. Ctrl-C stops
 //! new tasks (running ones finish; a second Ctrl-C abandons them), and the recap and last-failed
@@ -83,6 +83,8 @@ pub struct Engine {
     aborted_plays: HashMap<(usize, usize), String>,
     batch_failures: HashMap<(usize, usize, usize), HashSet<String>>,
     running_per_play: HashMap<(usize, usize), usize>,
+    /// Hosts running each throttled step now.
+    running_per_step: HashMap<(usize, usize, TaskKind), usize>,
     recap: BTreeMap<String, HostRecap>,
     timings: Vec<(f64, String)>,
     started_tag: bool,
@@ -144,6 +146,7 @@ impl Engine {
             aborted_plays: HashMap::new(),
             batch_failures: HashMap::new(),
             running_per_play: HashMap::new(),
+            running_per_step: HashMap::new(),
             recap,
             timings: Vec::new(),
             started_tag: false,
@@ -603,6 +606,18 @@ impl Engine {
                     deferred.push_back(n);
                     continue;
                 }
+                let step_key = (t.playbook, t.play, t.kind);
+                // 0 is no throttle, as in Ansible.
+                let throttle = step.def.throttle.filter(|l| *l > 0);
+                if let Some(limit) = throttle
+                    && self.running_per_step.get(&step_key).copied().unwrap_or(0) >= limit
+                {
+                    deferred.push_back(n);
+                    continue;
+                }
+                if throttle.is_some() {
+                    *self.running_per_step.entry(step_key).or_default() += 1;
+                }
                 *self.running_per_play.entry(key).or_default() += 1;
                 self.state[n.index()] = State::Running;
                 self.reporter.task_start(
@@ -646,6 +661,9 @@ impl Engine {
                     let Some(Ok((n, o, elapsed))) = done else { continue };
                     let t = plan.graph[n].clone();
                     if let Some(c) = self.running_per_play.get_mut(&(t.playbook, t.play)) {
+                        *c -= 1;
+                    }
+                    if let Some(c) = self.running_per_step.get_mut(&(t.playbook, t.play, t.kind)) {
                         *c -= 1;
                     }
                     tracing::debug!(

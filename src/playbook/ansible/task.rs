@@ -31,6 +31,7 @@ pub const KEYWORDS: &[&str] = &[
     "check_mode",
     "diff",
     "timeout",
+    "throttle",
     "tags",
     "become",
     "become_user",
@@ -48,7 +49,6 @@ pub const KEYWORDS: &[&str] = &[
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
 pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("no_log", ""),
-    ("throttle", ""),
     ("async", ""),
     ("poll", ""),
     ("delegate_facts", ""),
@@ -335,7 +335,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         retries_at = Some(k);
                         number(f, k, v).map(Value::from)
                     }
-                    "delay" | "timeout" => number(f, k, v).map(Value::from),
+                    "delay" | "timeout" | "throttle" => number(f, k, v).map(Value::from),
                     "vars" => vars(f, k, v).map(Value::Object),
                     "environment" => vars(f, k, v).map(|m| {
                         Value::Object(
