@@ -3,6 +3,9 @@ use std::io::IsTerminal;
 use clap::Parser;
 
 fn main() {
+    // Before anything else: on a loaded machine a run's Ctrl-C can come while copctl is still
+    // starting, and must then end it with its recap, not kill it unreported.
+    copctl::run::catch_early_signals();
     tune_allocator();
     let tty = std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
@@ -15,7 +18,12 @@ fn main() {
     // A shell asking for completions (COPCTL_COMPLETE set) is answered here, and nothing else runs.
     copctl::cli::answer_if_asked();
     let cli = match copctl::cli::Cli::try_parse() {
-        Ok(cli) => cli,
+        Ok(cli) => {
+            if !matches!(cli.command, copctl::cli::args::Command::Run(_) | copctl::cli::args::Command::Node { .. }) {
+                copctl::run::default_signals();
+            }
+            cli
+        }
         Err(e) => {
             let _ = e.print();
             // Exit 2 means "a host failed" (README); a usage error is 1, help and version 0.

@@ -751,8 +751,10 @@ extern "C" fn remember_signal(sig: libc::c_int) {
     EARLY_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Called when a run begins (before the site is loaded): an interrupt from then on ends the run
-/// with its recap and last-failed, never kills copctl half-way through its start.
+/// Called first thing (main) and again when a run begins (before the site is loaded): an
+/// interrupt from then on ends the run with its recap and last-failed, never kills copctl
+/// half-way through its start; commands that run nothing go back to the default
+/// (`default_signals`) once their arguments are read.
 pub fn catch_early_signals() {
     let handler = remember_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler is async-signal-safe (one store to an atomic) and a plain `extern "C"`
@@ -760,6 +762,19 @@ pub fn catch_early_signals() {
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// For a command that runs nothing: an interrupt that came while copctl started ends it now,
+/// as it would have without the early handling, and from here on interrupts end it at once.
+pub fn default_signals() {
+    if let Some(code) = early_signal() {
+        std::process::exit(code);
+    }
+    // SAFETY: restoring the default disposition has no precondition.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
     }
 }
 
