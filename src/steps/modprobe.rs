@@ -73,13 +73,8 @@ impl Kind for ModprobeArgs {
         };
         if self.state == Presence::Present && !loaded {
             let cmd = words(if cx.check { &["-n"] } else { &[] });
-            let out = match cx.sh(&cmd, None).await {
-                Ok(o) => o,
-                Err(o) => return o,
-            };
-            commands.push(cmd);
-            if !out.success() {
-                return failed_with(name, self, &out);
+            if let Err(o) = run_modprobe(cx, cmd, self, &mut commands).await {
+                return o;
             }
             st = match read_state(cx).await {
                 Ok(s) => s,
@@ -100,13 +95,8 @@ impl Kind for ModprobeArgs {
             if cx.check {
                 cmd.push_str(" -n");
             }
-            let out = match cx.sh(&cmd, None).await {
-                Ok(o) => o,
-                Err(o) => return o,
-            };
-            commands.push(cmd);
-            if !out.success() {
-                return failed_with(name, self, &out);
+            if let Err(o) = run_modprobe(cx, cmd, self, &mut commands).await {
+                return o;
             }
             changed = true;
         }
@@ -188,6 +178,18 @@ impl ModprobeArgs {
             Presence::Absent => "absent",
         }
     }
+}
+
+/// Runs a modprobe command (noted in `commands`); its failure is the module's.
+async fn run_modprobe(
+    cx: &StepCtx<'_>,
+    cmd: String,
+    a: &ModprobeArgs,
+    commands: &mut Vec<String>,
+) -> Result<(), Outcome> {
+    let out = cx.sh(&cmd, None).await?;
+    commands.push(cmd);
+    if out.success() { Ok(()) } else { Err(failed_with(&a.name, a, &out)) }
 }
 
 /// A failed modprobe as the module reports it: its stderr as the message, with rc and output.

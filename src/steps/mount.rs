@@ -116,8 +116,8 @@ impl Kind for MountArgs {
                                 Ok(false) => {}
                                 Err(o) => return o,
                             }
-                            if let Ok((false, msg)) = run(cx, format!("[ ! -e {q} ] || rmdir {q}")).await {
-                                return Outcome::failed(format!("Error rmdir {}: {}", a.path, msg.trim()));
+                            if let Err(o) = must(cx, format!("[ ! -e {q} ] || rmdir {q}"), &format!("Error rmdir {}", a.path)).await {
+                                return o;
                             }
                         }
                     }
@@ -127,25 +127,18 @@ impl Kind for MountArgs {
                 Ok(true) => {
                     changed = true;
                     if !cx.check
-                        && let Ok((false, msg)) = run(cx, format!("umount {q}")).await
+                        && let Err(o) = must(cx, format!("umount {q}"), &format!("Error unmounting {}", a.path)).await
                     {
-                        return Outcome::failed(format!("Error unmounting {}: {}", a.path, msg.trim()));
+                        return o;
                     }
                 }
                 Ok(false) => {}
                 Err(o) => return o,
             },
-            "present" => {
-                let (new, differs) = set(&edit.text, &line, a.src.as_deref());
-                if differs {
-                    changed = true;
-                    if !cx.check
-                        && let Err(o) = write_fstab(cx, a, old, new, mode).await
-                    {
-                        return o;
-                    }
-                }
-            }
+            "present" => match put_line(cx, a, &edit.text, &line, old, mode).await {
+                Ok(differs) => changed = differs,
+                Err(o) => return o,
+            },
             "remounted" => {
                 changed = true;
                 if !cx.check
@@ -157,18 +150,13 @@ impl Kind for MountArgs {
             _ => {
                 // mounted
                 if !cx.check
-                    && let Ok((false, msg)) = run(cx, format!("[ -e {q} ] || mkdir -p {q}")).await
+                    && let Err(o) = must(cx, format!("[ -e {q} ] || mkdir -p {q}"), &format!("Error making dir {}", a.path)).await
                 {
-                    return Outcome::failed(format!("Error making dir {}: {}", a.path, msg.trim()));
+                    return o;
                 }
-                let (new, differs) = set(&edit.text, &line, a.src.as_deref());
-                if differs {
-                    changed = true;
-                    if !cx.check
-                        && let Err(o) = write_fstab(cx, a, old, new, mode).await
-                    {
-                        return o;
-                    }
+                match put_line(cx, a, &edit.text, &line, old, mode).await {
+                    Ok(differs) => changed = differs,
+                    Err(o) => return o,
                 }
                 let is_mounted = match mounted(cx, &q).await {
                     Ok(m) => m,
@@ -205,6 +193,30 @@ impl Kind for MountArgs {
 async fn write_fstab(cx: &StepCtx<'_>, a: &MountArgs, old: Option<&str>, new: String, mode: u32) -> Result<(), Outcome> {
     let g = Safeguards { backup: a.backup.get(), validate: None };
     write_guarded(cx, &a.fstab, old, new, mode, &format!("{} in fstab", a.path), &g).await.map(drop)
+}
+
+/// fstab with the path's line set (written unless in check mode): whether it differed.
+async fn put_line(
+    cx: &StepCtx<'_>,
+    a: &MountArgs,
+    text: &str,
+    line: &Line,
+    old: Option<&str>,
+    mode: u32,
+) -> Result<bool, Outcome> {
+    let (new, differs) = set(text, line, a.src.as_deref());
+    if differs && !cx.check {
+        write_fstab(cx, a, old, new, mode).await?;
+    }
+    Ok(differs)
+}
+
+/// Runs a command that must succeed: its failure is `what` with what it printed.
+async fn must(cx: &StepCtx<'_>, cmd: String, what: &str) -> Result<(), Outcome> {
+    match run(cx, cmd).await? {
+        (true, _) => Ok(()),
+        (false, msg) => Err(Outcome::failed(format!("{what}: {}", msg.trim()))),
+    }
 }
 
 /// Runs a command: whether it succeeded, and what it printed.
