@@ -98,11 +98,12 @@ impl Site {
         template_dir: Option<PathBuf>,
     ) -> Site {
         let secret_names = SecretNames::new(env.secret_names.clone());
+        let inventory = Arc::new(inventory);
         Site {
-            inventory: Arc::new(inventory),
+            inventory: inventory.clone(),
             env,
             extra,
-            playbooks: PlaybookSource { override_dir: playbook_dir },
+            playbooks: PlaybookSource { override_dir: playbook_dir, inventory: Some(inventory) },
             templates: Templates::new(template_dir).with_secret_names(secret_names.clone()),
             secret_names,
             groups: OnceLock::new(),

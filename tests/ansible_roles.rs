@@ -72,6 +72,26 @@ fn os_specific_variables_end_as_ansible_leaves_them() {
     }
 }
 
+/// include_tasks of a file named from a fact (in a role, with a file for another OS that copctl
+/// cannot run), the host's name, a registered result, under a false `when`, and a name that
+/// gives no file on one host: the same files and recap as Ansible's.
+#[test]
+fn files_included_by_a_name_each_host_renders_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for run in ["first run", "re-run"] {
+        // lab-2 fails at its missing file: both exit 2.
+        let a = ansible::ansible_recap(&theirs, &["picked.yml"], 2, KEYS);
+        let b = ansible::copctl_recap(&ours, &["picked.yml"], 2, KEYS);
+        eprintln!("picked.yml {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert!(sb.contains_key("lab-2:/opt/app/picked/host.txt"), "the host's file was included: {sb:?}");
+        assert!(sb.contains_key("lab-1:/opt/app/picked/end.txt"), "lab-1 ran to the end: {sb:?}");
+        assert!(!sb.contains_key("lab-2:/opt/app/picked/end.txt"), "lab-2 stopped at its missing file: {sb:?}");
+        assert_eq!(diff(&sa, &sb), "", "picked.yml {run}: the hosts' files differ");
+        assert_eq!(a, b, "picked.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+}
+
 /// `--tags` through roles (a role's tags reach its tasks and its dependencies'), imports (their
 /// tags reach the imported tasks) and includes (their tags are their own).
 #[test]

@@ -176,7 +176,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
     resolve_serial_templates(site, &mut playbooks)?;
     let mut b = Builder { site, graph: DiGraph::new(), host_end: vec![], play_end: vec![], producers: HashMap::new() };
     let mut all_batches = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = playbooks.iter().flat_map(|p| p.warnings.iter().cloned()).collect();
     // Names each in-limit step uses, to decide which read-only steps outside the limit are needed.
     let mut used: HashSet<String> = HashSet::new();
     let mut play_hosts: Vec<Vec<(Vec<String>, Vec<String>)>> = Vec::new();

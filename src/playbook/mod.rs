@@ -120,6 +120,10 @@ pub struct Step {
     /// The dynamic includes that bring the step in: where one of them was skipped on a host,
     /// the step is passed over there unseen and uncounted, as Ansible never reads the file.
     pub within: Vec<usize>,
+    /// A step that only decides whether the steps `within` it run on a host (which of the
+    /// files an `include_tasks` named from a host's variables picks): never reported or
+    /// counted unless it fails, as Ansible reads only the file it picks.
+    pub gate: bool,
     /// The Ansible module the step was written as where copctl runs it as another kind
     /// (`fail` as an assert): `ansible_failed_task.action` says it.
     pub module: Option<String>,
@@ -205,12 +209,18 @@ pub struct Playbook {
     /// Templates of an Ansible playbook rendered when it was loaded (a role's name from the
     /// play's vars): the plan refuses a run that could give them another value.
     pub load_time: Vec<ansible::LoadTime>,
+    /// What loading found that only matters on some hosts (a file an include may pick that
+    /// copctl cannot run): `validate` and `plan` print it.
+    pub warnings: Vec<String>,
 }
 
 /// Where playbooks come from: an override directory first, then the embedded ones.
 #[derive(Debug, Clone, Default)]
 pub struct PlaybookSource {
     pub override_dir: Option<PathBuf>,
+    /// The site's inventory: an Ansible playbook's include named by a host variable reads the
+    /// files its hosts' values name.
+    pub inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
 }
 
 impl PlaybookSource {
@@ -246,7 +256,7 @@ impl PlaybookSource {
                         );
                     }
                     let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
-                    return ansible::parse(&stem, source, &dir);
+                    return ansible::parse(&stem, source, &dir, self.inventory.clone());
                 }
                 return Playbook::parse_with(&stem, source, &|p| self.step_list(Some(&dir), p));
             }
@@ -274,7 +284,7 @@ impl PlaybookSource {
                     let source = crate::error::read_source(&p)?;
                     // A site's Ansible playbook kept among its copctl ones runs by its name too.
                     if ansible::is_list_of_plays(&source.text) {
-                        return ansible::parse(name, source, dir);
+                        return ansible::parse(name, source, dir, self.inventory.clone());
                     }
                     return Playbook::parse_with(name, source, &|p| self.step_list(None, p));
                 }
@@ -441,6 +451,7 @@ impl Playbook {
             plays,
             handlers,
             load_time: Vec::new(),
+            warnings: Vec::new(),
         };
         pb.check_references()?;
         Ok(pb)
@@ -643,6 +654,7 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
         tag_gates: Vec::new(),
         include: None,
         within: Vec::new(),
+        gate: false,
         module: None,
     })
 }

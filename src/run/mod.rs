@@ -163,7 +163,9 @@ impl Engine {
     /// Whether tags / `--start-at` leave the task out.
     fn filtered(&mut self, n: NodeIndex) -> bool {
         let t = &self.plan.graph[n];
-        if t.kind == TaskKind::Barrier {
+        // A gate runs wherever its include does: the include's tags and `--start-at-task`
+        // decided already, and the steps it lets in are filtered by their own.
+        if t.kind == TaskKind::Barrier || self.plan.step(t).is_some_and(|s| s.gate) {
             return false;
         }
         let tags = task_tags(&self.plan, n);
@@ -620,7 +622,8 @@ impl Engine {
                 }
                 *self.running_per_play.entry(key).or_default() += 1;
                 self.state[n.index()] = State::Running;
-                self.reporter.task_start(
+                if !step.gate {
+                    self.reporter.task_start(
                     n.index(),
                     t.host.as_deref().unwrap_or(""),
                     t.runs_on.as_deref(),
@@ -628,7 +631,8 @@ impl Engine {
                     &plan.play(&t).name,
                     &t.label,
                     step.action.kind(),
-                );
+                    );
+                }
                 let job = task::Job {
                     site: self.site.clone(),
                     plan: self.plan.clone(),
@@ -673,6 +677,13 @@ impl Engine {
                         ms = elapsed.as_millis() as u64,
                         "task finished"
                     );
+                    if let Some(id) = plan.step(&t).filter(|s| s.gate && o.status != Status::Failed).and_then(|s| s.include) {
+                        if o.status == Status::Skipped {
+                            self.skipped_includes.entry(t.host.clone().unwrap_or_default()).or_default().insert(id);
+                        }
+                        self.finish(n, None, &mut ready);
+                        continue;
+                    }
                     let reason = self.record(n, &o, elapsed);
                     let end = self.task_end_report(n, &o, elapsed);
                     self.reporter.task_end(end);

@@ -113,6 +113,7 @@ mod tests {
                     tag_gates: Vec::new(),
                     include: None,
                     within: Vec::new(),
+                    gate: false,
                     module: None,
                 }
             })

@@ -161,6 +161,9 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         return;
     };
     let rel = known::with(f, inherit.vars.clone(), |f| known::text(f, &rel, (line, column))).unwrap_or(rel);
+    if kind == "include_tasks" && !handler && looped.is_none() && rel.contains("{{") && f.p.count() == before {
+        return super::chosen::include(f, node, key, inherit, (&rel, line, column), out);
+    }
     if rel.contains("{{") || rel.contains("{%") {
         f.p.add(
             line,

@@ -12,6 +12,7 @@
 
 mod action;
 mod block;
+mod chosen;
 mod include;
 mod known;
 pub use known::LoadTime;
@@ -112,8 +113,13 @@ pub(crate) struct Front {
     import_vars: crate::inventory::Vars,
     /// The templates rendered from `scope`, for the plan to check (`Playbook::load_time`).
     load_time: Vec<known::LoadTime>,
+    /// `Playbook::warnings`.
+    warnings: Vec<String>,
     /// Ansible's filters for those, made when first needed.
     templates: Option<crate::template::Templates>,
+    /// The site's inventory, where the playbook is loaded for one: what a variable can be on
+    /// its hosts (an include named by a host variable, chosen.rs).
+    inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
 }
 
 /// Where the task being read sits.
@@ -244,7 +250,12 @@ pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<St
 
 /// Parses the Ansible playbook `source` (its directory `dir`) into copctl's model. Every
 /// problem of the file, and of the files it brings in, is reported together.
-pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
+pub fn parse(
+    name: &str,
+    source: Source,
+    dir: &Path,
+    inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
+) -> Result<Playbook> {
     let mut root: Node = crate::yaml::parse_ansible(&source)?;
     root.keep_short_words(&source.text);
     let file = std::fs::canonicalize(dir.join(Path::new(&source.name).file_name().unwrap_or_default()))
@@ -271,7 +282,9 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         scope: Vec::new(),
         import_vars: Default::default(),
         load_time: Vec::new(),
+        warnings: Vec::new(),
         templates: None,
+        inventory,
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {
@@ -280,7 +293,7 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
     plays_of(&mut f, &root, &mut plays, &mut handlers);
-    let Front { p: Problems { errors, .. }, defaults, load_time, .. } = f;
+    let Front { p: Problems { errors, .. }, defaults, load_time, warnings, .. } = f;
     match errors.len() {
         0 => {}
         1 => return Err(errors.into_iter().next().expect("one")),
@@ -301,6 +314,7 @@ pub fn parse(name: &str, source: Source, dir: &Path) -> Result<Playbook> {
         plays,
         handlers,
         load_time,
+        warnings,
     })
 }
 
@@ -1093,7 +1107,7 @@ mod tests {
     use super::*;
 
     fn problems(text: &str) -> Vec<String> {
-        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent")) {
+        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None) {
             Ok(_) => vec![],
             Err(Error::Many { errors, .. }) => errors.iter().map(|e| e.to_string()).collect(),
             Err(e) => vec![e.to_string()],
@@ -1103,7 +1117,7 @@ mod tests {
     #[test]
     fn a_playbook_translates_to_native_steps() {
         let text = "- hosts: all\n  become: true\n  tasks:\n    - name: dir\n      file: path=/x state=directory mode=0755\n    - shell: echo hi\n      register: out\n      changed_when: false\n    - ansible.builtin.command: touch /y creates=/y\n      notify: h\n  handlers:\n    - name: h\n      service: {name: x, state: restarted}\n";
-        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None).unwrap();
         let play = &pb.plays[0];
         assert_eq!(play.name, "all");
         let kinds: Vec<&str> = play.steps.iter().map(|s| s.action.kind()).collect();
@@ -1114,7 +1128,7 @@ mod tests {
     }
 
     fn steps(text: &str) -> Vec<Step> {
-        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent")).unwrap();
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None).unwrap();
         pb.plays.into_iter().flat_map(|p| p.steps).collect()
     }
 

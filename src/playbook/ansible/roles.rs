@@ -261,6 +261,12 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
         return;
     }
     let Some((lk, lv)) = looped else {
+        if kind == "include_role" && is_template(&spec.name) {
+            let (l, c, _) = spec.at;
+            if known::with(f, spec.vars.scope(), |f| known::text(f, &spec.name, (l, c))).is_none() {
+                return chosen_role(f, node, key, spec, out);
+            }
+        }
         let Some(spec) = resolved(f, &kind, spec) else { return };
         if kind == "include_role" {
             let start = out.len();
@@ -309,6 +315,52 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
         role(f, each, out);
         include::dynamic(f, node, key, keywords, start, out);
     }
+}
+
+/// `include_role` of a role named from what differs per host (a host variable the inventory
+/// sets, or a fact in part of the name): each role the name can give, behind its gate
+/// (chosen.rs).
+fn chosen_role(f: &mut Front, node: &Node, key: &Key, mut spec: Spec, out: &mut Vec<Step>) {
+    let template = spec.name.clone();
+    let (l, c, n) = spec.at;
+    let name = super::chosen::parse(&template).filter(|x| x.pattern.is_some() || x.lone.is_some());
+    let Some(name) = name else {
+        let m = format!("include_role: a templated role name ('{template}') is not supported");
+        f.p.add_len(l, c, n, m, "here", Some(format!("{KNOWN_HELP}, or a variable the inventory sets")));
+        return;
+    };
+    let (names, looked) = match (&name.lone, &name.pattern) {
+        (Some(var), _) => (super::chosen::inventory_values(f, var), format!("the inventory's values of {var}")),
+        (None, Some((re, depth))) => {
+            let paths = search_paths(f);
+            let mut found: Vec<String> = Vec::new();
+            for d in &paths {
+                let mut here = Vec::new();
+                super::chosen::matching(d, "", *depth, re, true, &mut here);
+                found.extend(here.into_iter().map(|(r, _)| r).filter(|r| !found.contains(r)).collect::<Vec<_>>());
+            }
+            let list = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+            (found, format!("the roles in {list}"))
+        }
+        (None, None) => (Vec::new(), String::new()),
+    };
+    if names.is_empty() {
+        let m = match &name.lone {
+            Some(var) => format!("include_role: the role's name is {var}, which the inventory does not set"),
+            None => format!("include_role: no role matches '{template}'"),
+        };
+        f.p.add_len(l, c, n, m, "here", Some(format!("looked at {looked}; {KNOWN_HELP}, or a variable the inventory sets")));
+        return;
+    }
+    let keywords = std::mem::take(&mut spec.keywords);
+    let read = |f: &mut Front, name: &str, out: &mut Vec<Step>| {
+        let mut each = spec.clone();
+        each.name = name.to_string();
+        if let Some(each) = resolved(f, "include_role", each) {
+            role(f, each, out);
+        }
+    };
+    super::chosen::gated(f, node, key, keywords, ("include_role", &template, (l, c)), (&name.expr, &names, &looked), read, out);
 }
 
 /// `spec` with its name and `tasks_from` rendered where they are templates of what is known
@@ -615,7 +667,7 @@ mod tests {
             std::fs::write(p, text).unwrap();
         }
         let text = std::fs::read_to_string(dir.path().join("site.yml")).unwrap();
-        let r = super::super::parse("site", Source::new("site.yml", text), dir.path()).map_err(|e| match e {
+        let r = super::super::parse("site", Source::new("site.yml", text), dir.path(), None).map_err(|e| match e {
             Error::Many { errors, .. } => errors.iter().map(|e| e.to_string()).collect(),
             e => vec![e.to_string()],
         });

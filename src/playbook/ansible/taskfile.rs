@@ -143,19 +143,40 @@ impl Inherit {
 /// Ansible); its `when` is each included task's too, where Ansible decides it once, and where
 /// it is skipped its tasks are passed over unseen (`Step::within`), as Ansible never reads them.
 pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>) {
+    let mut def = serde_json::json!({"assert": {"that": ["true"]}});
+    include_step(f, node, key, inherit, start, out, &mut def)
+}
+
+/// `dynamic` whose step fails (with `fail_msg`) where `that` does not hold.
+#[allow(clippy::too_many_arguments)]
+pub fn dynamic_checked(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    start: usize,
+    out: &mut Vec<Step>,
+    that: String,
+    fail_msg: String,
+) {
+    let mut def = serde_json::json!({"assert": {"that": [that], "fail_msg": fail_msg}});
+    include_step(f, node, key, inherit, start, out, &mut def)
+}
+
+fn include_step(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>, def: &mut Value) {
     let name = node
         .as_map()
         .and_then(|m| m.iter().find(|(k, _)| k.name == "name"))
         .and_then(|(_, v)| v.as_str())
         .unwrap_or(&key.name);
-    let mut def = serde_json::json!({"name": name, "assert": {"that": ["true"]}});
+    def["name"] = Value::from(name);
     if !inherit.tags.is_empty() {
         def["tags"] = Value::from(inherit.tags.clone());
     }
     if !inherit.when.is_empty() {
         def["when"] = Value::from(inherit.when.clone());
     }
-    let def = serde_json::from_value(def).expect("a valid assert step");
+    let def = serde_json::from_value(def.take()).expect("a valid assert step");
     let id = f.next_include;
     f.next_include += 1;
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, false) {
