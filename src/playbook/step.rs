@@ -95,6 +95,9 @@ macro_rules! step_def {
             pub removes: Option<String>,
             pub unless: Option<String>,
             pub chdir: Option<String>,
+            /// The shell that runs a `shell` step's line (`EXECUTABLE -c LINE`), as Ansible's
+            /// shell `executable`; POSIX `sh` without it.
+            pub executable: Option<String>,
             pub stdin: Option<String>,
             /// Extra environment for command/shell.
             #[serde(default)]

@@ -317,6 +317,7 @@ impl Job {
                 removes: shown(&step.def.removes)?,
                 unless: shown(&step.def.unless)?,
                 chdir: shown(&step.def.chdir)?,
+                executable: render(&step.def.executable)?,
                 stdin: render(&step.def.stdin)?,
                 environment: step
                     .def

@@ -64,7 +64,14 @@ impl Kind for CommandArgs {
             return Outcome::failed("empty command");
         }
         let line = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-        run_line(cx, format!("exec {line}"), g).await
+        let mut o = run_line(cx, format!("exec {line}"), g).await;
+        if let Some(e) = &g.executable {
+            // Ansible's words: command runs no shell, so it has none to change.
+            o.warnings.push(format!(
+                "As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '{e}'."
+            ));
+        }
+        o
     }
 }
 
@@ -74,6 +81,7 @@ pub struct Guards {
     pub removes: Option<String>,
     pub unless: Option<String>,
     pub chdir: Option<String>,
+    pub executable: Option<String>,
     pub stdin: Option<String>,
     pub environment: Vec<(String, String)>,
 }

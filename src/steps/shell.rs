@@ -1,8 +1,10 @@
-//! `shell`: a line run by the host's POSIX `sh`, under the same guards as `command`.
+//! `shell`: a line run by the host's POSIX `sh` (or the `executable` given, as `EXECUTABLE -c
+//! LINE`), under the same guards as `command`.
 
 use serde::{Deserialize, Serialize};
 
 use super::command::run_line;
+use crate::template::shell_quote;
 use super::{Guards, Kind, Outcome, StepCtx};
 
 /// `shell:` is the line itself.
@@ -14,6 +16,9 @@ impl Kind for ShellArgs {
     const MAY_BE_READ_ONLY: bool = true;
 
     async fn apply(&self, cx: &StepCtx<'_>, g: &Guards) -> Outcome {
-        run_line(cx, self.0.clone(), g).await
+        match &g.executable {
+            Some(e) => run_line(cx, format!("{} -c {}", shell_quote(e), shell_quote(&self.0)), g).await,
+            None => run_line(cx, self.0.clone(), g).await,
+        }
     }
 }

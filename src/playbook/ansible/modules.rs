@@ -438,7 +438,7 @@ pub fn translate(
             // with check_raw); any other stays part of the command.
             let guard_keys: &[&str] = &["creates", "removes", "chdir", "executable", "warn", "stdin"];
             let mut a = Args::new(p, name, node, extra, Some(guard_keys));
-            for k in ["chdir", "creates", "removes"] {
+            for k in ["chdir", "creates", "removes", "executable"] {
                 put(&mut fields, k, a.text(&[k]));
             }
             // Ansible ends stdin with a newline (stdin_add_newline, default true).
@@ -448,9 +448,9 @@ pub fn translate(
             let argv = a.value(&["argv"]);
             let raw = a.take_raw();
             let takes: &[&str] = if name == "command" {
-                &["cmd", "argv", "chdir", "creates", "removes", "stdin"]
+                &["cmd", "argv", "chdir", "creates", "removes", "stdin", "executable"]
             } else {
-                &["cmd", "chdir", "creates", "removes", "stdin"]
+                &["cmd", "chdir", "creates", "removes", "stdin", "executable"]
             };
             let line = match (raw, cmd, argv) {
                 (Some((r, ..)), None, None) => Some(Value::String(r)),
