@@ -71,3 +71,73 @@ fn debug_verbosity_runs_at_v() {
     let loud = site.run_json(&["verbose.yml", "-v"], 0);
     assert_eq!(status(&loud), Some((json!("ok"), json!("hidden"))));
 }
+
+/// `no_log` on a task, a block (a task inside saying `no_log: false` shows) and a play: nothing
+/// the hidden tasks print reaches the terminal, the JSON events or the run's log, in success or
+/// failure; what they register is whole (a later task may show it); the recap is Ansible's.
+#[test]
+fn no_log_hides_a_tasks_output_everywhere_and_registers_it_whole() {
+    let (theirs, ours) = (site(), site());
+    let playbook = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a secret printed
+      command: echo hidden-one
+      register: one
+      no_log: true
+      changed_when: false
+    - name: a secret in a failure
+      shell: echo hidden-two >&2; exit 3
+      no_log: true
+      ignore_errors: true
+    - block:
+        - name: a secret in a block
+          debug: msg=hidden-three
+        - name: shown in the block
+          debug: msg=shown-four
+          no_log: false
+      no_log: true
+    - name: what was registered is whole
+      debug: msg="{{ one.stdout | replace('hidden', 'was') }}"
+- hosts: all
+  gather_facts: false
+  no_log: true
+  tasks:
+    - name: a secret in a play that hides its tasks
+      file: path=/opt/keys/hidden-five state=directory mode=0755
+"#;
+    for s in [&theirs, &ours] {
+        s.write("no_log.yml", playbook);
+    }
+    let a: Recap = ansible::ansible_recap(&theirs, &["no_log.yml"], 0, KEYS);
+    let b: Recap = ansible::copctl_recap(&ours, &["no_log.yml"], 0, KEYS);
+    assert_eq!(a, b, "no_log.yml: recap counts [ok, changed, failed, skipped, ignored] differ");
+    let human = ours.test().arg("run").arg("no_log.yml").arg("-v").status(0).run();
+    let json = ours.run_json(&["no_log.yml"], 0);
+    let log: String = std::fs::read_dir(ours.path(".copctl/runs"))
+        .map(|d| {
+            d.flatten()
+                .flat_map(|e| walk_files(&e.path()))
+                .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(log.contains("what was registered is whole"), "the run log was read: {log}");
+    for (what, text) in [("terminal", human.stdout.clone()), ("JSON events", json.stdout.clone()), ("run log", log)] {
+        for secret in ["hidden-one", "hidden-two", "hidden-three", "hidden-five"] {
+            assert!(!text.contains(secret), "{what} shows {secret}:\n{text}");
+        }
+        if what != "run log" {
+            assert!(text.contains("shown-four") && text.contains("was-one"), "{what} hides too much:\n{text}");
+            assert!(text.contains("'no_log: true' was specified for this result"), "{what}:\n{text}");
+        }
+    }
+}
+
+fn walk_files(p: &std::path::Path) -> Vec<std::path::PathBuf> {
+    if p.is_dir() {
+        std::fs::read_dir(p).unwrap().flatten().flat_map(|e| walk_files(&e.path())).collect()
+    } else {
+        vec![p.to_path_buf()]
+    }
+}

@@ -77,6 +77,9 @@ macro_rules! step_def {
             pub check_mode: Option<bool>,
             /// Ansible's `diff:` on one step: shows (or hides) its diff whatever `--diff` says.
             pub diff: Option<bool>,
+            /// Ansible's `no_log:`: the step's output (message, stdout, stderr, diff, commands)
+            /// is shown and recorded only as "hidden"; what it registers is whole.
+            pub no_log: Option<bool>,
             /// Set by the Ansible front-end: Ansible's rules where they differ from native ones
             /// (a read-only step that fails under `--check` fails; `timeout` bounds the whole
             /// task, with Ansible's message).

@@ -532,6 +532,23 @@ impl Engine {
     fn task_end_report(&self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> TaskEnd {
         let t = &self.plan.graph[n];
         let step = self.plan.step(t);
+        if step.is_some_and(|s| s.def.no_log == Some(true)) {
+            // Ansible's words, in place of everything the step said.
+            let mut hidden = Outcome::ok(
+                "the output has been hidden due to the fact that 'no_log: true' was specified for this result",
+            );
+            hidden.status = o.status;
+            let mut end = self.task_end_report_of(n, &hidden, elapsed);
+            end.rc = o.result.get("rc").and_then(Value::as_i64);
+            end.ignored = step.is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
+            return end;
+        }
+        self.task_end_report_of(n, o, elapsed)
+    }
+
+    fn task_end_report_of(&self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> TaskEnd {
+        let t = &self.plan.graph[n];
+        let step = self.plan.step(t);
         TaskEnd {
             task: n.index(),
             host: t.host.clone().unwrap_or_default(),
@@ -624,13 +641,13 @@ impl Engine {
                 self.state[n.index()] = State::Running;
                 if !step.gate {
                     self.reporter.task_start(
-                    n.index(),
-                    t.host.as_deref().unwrap_or(""),
-                    t.runs_on.as_deref(),
-                    &plan.playbooks[t.playbook].name,
-                    &plan.play(&t).name,
-                    &t.label,
-                    step.action.kind(),
+                        n.index(),
+                        t.host.as_deref().unwrap_or(""),
+                        t.runs_on.as_deref(),
+                        &plan.playbooks[t.playbook].name,
+                        &plan.play(&t).name,
+                        &t.label,
+                        step.action.kind(),
                     );
                 }
                 let job = task::Job {

@@ -35,6 +35,7 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "notify",
     "check_mode",
     "diff",
+    "no_log",
 ];
 
 /// What a block hands down to every step it holds.
@@ -52,6 +53,7 @@ struct Inherited {
     notify: Option<Vec<String>>,
     check_mode: Option<bool>,
     diff: Option<bool>,
+    no_log: Option<bool>,
 }
 
 pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
@@ -80,6 +82,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
             "check_mode" => inherited.check_mode = task::flag(f, k, v),
             "diff" => inherited.diff = task::flag(f, k, v),
+            "no_log" => inherited.no_log = task::flag(f, k, v),
             "delegate_to" => inherited.delegate_to = task::text(f, k, v),
             "environment" => {
                 inherited.environment = task::vars(f, k, v)
@@ -225,6 +228,7 @@ fn inherit(b: &Inherited, s: &mut Step) {
     }
     d.check_mode = d.check_mode.or(b.check_mode);
     d.diff = d.diff.or(b.diff);
+    d.no_log = d.no_log.or(b.no_log);
     for (k, v) in &b.vars {
         d.vars.entry(k.clone()).or_insert_with(|| v.clone());
     }

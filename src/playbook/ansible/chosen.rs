@@ -76,7 +76,14 @@ pub(super) fn parse(template: &str) -> Option<Name> {
 
 /// The files (or directories, `dirs`) under `root` exactly `depth` directories down whose
 /// path (relative to `root`) `re` matches, by name.
-pub(super) fn matching(root: &Path, rel: &str, depth: usize, re: &regex::Regex, dirs: bool, out: &mut Vec<(String, PathBuf)>) {
+pub(super) fn matching(
+    root: &Path,
+    rel: &str,
+    depth: usize,
+    re: &regex::Regex,
+    dirs: bool,
+    out: &mut Vec<(String, PathBuf)>,
+) {
     let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
     let mut entries: Vec<_> = entries.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
@@ -114,6 +121,7 @@ fn quoted(s: &str) -> String {
 /// depending on the host: `read` expands each name's tasks, each behind its gate (a name whose
 /// tasks copctl cannot run: a gate that fails there, and a warning), then the include's own
 /// step at `start`, failing where the name gives none of them.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn gated(
     f: &mut Front,
     node: &Node,
@@ -131,7 +139,8 @@ pub(super) fn gated(
         let flushes = (f.flush_pending.clone(), f.flush_before.len());
         read(f, name, out);
         let when = format!("({expr}) == {}", quoted(name));
-        let mut def = json!({"name": format!("{what}: {name}, where picked"), "when": [when], "assert": {"that": ["true"]}});
+        let mut def =
+            json!({"name": format!("{what}: {name}, where picked"), "when": [when], "assert": {"that": ["true"]}});
         if f.p.count() != problems {
             // What it holds that copctl cannot run stops the hosts that pick it, there.
             let errors = f.p.errors.split_off(problems);
@@ -174,10 +183,23 @@ pub(super) fn gated(
 /// `include_tasks: <template>` whose template the playbook's variables do not tell: the
 /// files it can give (named by part of the template, or the inventory's values of the one
 /// variable it is), each behind its gate.
-pub fn include(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, (rel, line, column): (&str, usize, usize), out: &mut Vec<Step>) {
+pub fn include(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    (rel, line, column): (&str, usize, usize),
+    out: &mut Vec<Step>,
+) {
     let help = "copctl reads the files such a name can give when the playbook is loaded: write part of the name literally ('setup-{{ ansible_os_family }}.yml'), set the variable in the inventory, or name the file";
     let Some(name) = parse(rel).filter(|n| n.pattern.is_some() || n.lone.is_some()) else {
-        f.p.add(line, column, format!("include_tasks: a file name wholly from a template ('{rel}') is not supported"), "here", Some(help.into()));
+        f.p.add(
+            line,
+            column,
+            format!("include_tasks: a file name wholly from a template ('{rel}') is not supported"),
+            "here",
+            Some(help.into()),
+        );
         return;
     };
     let mut dirs = vec![f.place.task_dir.clone()];
@@ -192,7 +214,11 @@ pub fn include(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, (rel, li
         match (&name.pattern, &name.lone) {
             (Some((re, depth)), _) => matching(d, "", *depth, re, false, &mut here),
             (None, Some(var)) => {
-                here = inventory_values(f, var).into_iter().map(|v| (v.clone(), d.join(&v))).filter(|(_, p)| p.is_file()).collect();
+                here = inventory_values(f, var)
+                    .into_iter()
+                    .map(|v| (v.clone(), d.join(&v)))
+                    .filter(|(_, p)| p.is_file())
+                    .collect();
             }
             (None, None) => {}
         }

@@ -177,6 +177,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "tags",
     "strategy",
     "force_handlers",
+    "no_log",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -196,7 +197,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "check_mode",
     "diff",
     "port",
-    "no_log",
     "run_once",
     "debugger",
     "gather_subset",
@@ -570,6 +570,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let any_errors_fatal = flag(f, "any_errors_fatal").unwrap_or(false);
     let gather = flag(f, "gather_facts").unwrap_or(true);
     let force_handlers = flag(f, "force_handlers");
+    let no_log = flag(f, "no_log");
     if let Some((k, v)) = get("become_user")
         && v.as_str() != Some("root")
     {
@@ -779,6 +780,13 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let mut handlers = all_handlers;
     for h in &mut handlers {
         h.def.tags = Some(crate::playbook::OneOrMany::Many(vec!["always".into()]));
+    }
+    // The play's `no_log`, under each task's and block's own.
+    if let Some(hide) = no_log {
+        let steps = sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut());
+        for s in steps.chain(handlers.iter_mut().filter(|h| !earlier_handlers.iter().any(|e| e.name == h.name))) {
+            s.def.no_log.get_or_insert(hide);
+        }
     }
     if any_errors_fatal && let Some((k, _)) = get("any_errors_fatal") {
         block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, ..)| s));

@@ -349,7 +349,14 @@ fn chosen_role(f: &mut Front, node: &Node, key: &Key, mut spec: Spec, out: &mut 
             Some(var) => format!("include_role: the role's name is {var}, which the inventory does not set"),
             None => format!("include_role: no role matches '{template}'"),
         };
-        f.p.add_len(l, c, n, m, "here", Some(format!("looked at {looked}; {KNOWN_HELP}, or a variable the inventory sets")));
+        f.p.add_len(
+            l,
+            c,
+            n,
+            m,
+            "here",
+            Some(format!("looked at {looked}; {KNOWN_HELP}, or a variable the inventory sets")),
+        );
         return;
     }
     let keywords = std::mem::take(&mut spec.keywords);
@@ -360,7 +367,16 @@ fn chosen_role(f: &mut Front, node: &Node, key: &Key, mut spec: Spec, out: &mut 
             role(f, each, out);
         }
     };
-    super::chosen::gated(f, node, key, keywords, ("include_role", &template, (l, c)), (&name.expr, &names, &looked), read, out);
+    super::chosen::gated(
+        f,
+        node,
+        key,
+        keywords,
+        ("include_role", &template, (l, c)),
+        (&name.expr, &names, &looked),
+        read,
+        out,
+    );
 }
 
 /// `spec` with its name and `tasks_from` rendered where they are templates of what is known

@@ -32,6 +32,7 @@ pub const KEYWORDS: &[&str] = &[
     "diff",
     "timeout",
     "throttle",
+    "no_log",
     "tags",
     "become",
     "become_user",
@@ -48,7 +49,6 @@ pub const KEYWORDS: &[&str] = &[
 
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
 pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
-    ("no_log", ""),
     ("async", ""),
     ("poll", ""),
     ("delegate_facts", ""),
@@ -310,7 +310,9 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "name" => text(f, k, v).map(Value::from),
                     "when" | "changed_when" | "failed_when" => condition(f, k, v),
                     "register" | "delegate_to" => text(f, k, v).map(Value::from),
-                    "ignore_errors" | "become" | "run_once" | "check_mode" | "diff" => flag(f, k, v).map(Value::from),
+                    "ignore_errors" | "become" | "run_once" | "check_mode" | "diff" | "no_log" => {
+                        flag(f, k, v).map(Value::from)
+                    }
                     // A handler's is checked when the play's handlers are known (mod.rs).
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),

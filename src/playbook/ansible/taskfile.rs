@@ -163,7 +163,15 @@ pub fn dynamic_checked(
     include_step(f, node, key, inherit, start, out, &mut def)
 }
 
-fn include_step(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>, def: &mut Value) {
+fn include_step(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    start: usize,
+    out: &mut Vec<Step>,
+    def: &mut Value,
+) {
     let name = node
         .as_map()
         .and_then(|m| m.iter().find(|(k, _)| k.name == "name"))
