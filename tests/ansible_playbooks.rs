@@ -85,6 +85,12 @@ fn node_setup_ends_as_ansible_leaves_it() {
     same_as_ansible("node-setup.yml");
 }
 
+/// copy with remote_src, into directories ending in '/', and a missing source.
+#[test]
+fn copies_on_the_host_and_into_directories_end_as_ansible_leaves_them() {
+    same_as_ansible("copies.yml");
+}
+
 #[test]
 fn facts_are_what_ansible_gathers() {
     same_as_ansible("facts.yml");

@@ -2,7 +2,10 @@
 //! needs it) or inline `content` to a host; compared first (size, then sha256 on the host),
 //! written atomically. A directory as `src` is copied whole, as Ansible's copy does it: the
 //! directory itself into `dest` (`src/` ending in a slash: what it holds), each file as one
-//! copy, the missing directories made (with `owner`/`group` when given).
+//! copy, the missing directories made (with `owner`/`group` when given). A `dest` ending in `/`
+//! is a directory (made when missing) to put the file in. `remote_src`: the source is a file on
+//! the host, copied there when its content differs (as Ansible's copy does it), compared and
+//! copied in one remote command.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,9 @@ pub struct CopyArgs {
     /// `force: false`: a file already at `dest` is left as it is, whatever its content.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub force: bool,
+    /// `src` is a path on the host, not on the bastion.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote_src: bool,
 }
 
 fn yes() -> bool {
@@ -38,6 +44,14 @@ impl Kind for CopyArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
+        if a.remote_src {
+            return remote_copy(cx, a).await;
+        }
+        if a.dest.ends_with('/')
+            && let Some(src) = a.src.as_ref().filter(|s| !cx.local_dir.join(s).is_dir())
+        {
+            return into_dir(cx, a, src).await;
+        }
         if !a.force {
             match super::transfer::stat(cx, &a.dest, false).await {
                 Ok(Some(d)) if d.kind != "directory" => return Outcome::ok(""),
@@ -171,5 +185,120 @@ async fn copy_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
     };
     o.result.insert("dest".into(), serde_json::json!(format!("{dest}/")));
     o.result.insert("src".into(), serde_json::json!(local.display().to_string()));
+    o
+}
+
+/// A file into the directory `dest` (ending in `/`), made first when missing.
+async fn into_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
+    use crate::template::shell_quote;
+    let Some(name) = std::path::Path::new(src).file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Outcome::failed(format!("src '{src}' names no file"));
+    };
+    let dir = a.dest.trim_end_matches('/').to_string();
+    let make = if cx.check { "true" } else { "mkdir -p \"$t\"" };
+    let script = format!("t={}; [ -d \"$t\" ] && exit 0; {make} && echo MADE", shell_quote(&dir));
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    if !out.success() {
+        return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string()).with_output(&out);
+    }
+    let made = String::from_utf8_lossy(&out.stdout).contains("MADE");
+    if made && cx.check {
+        // Ansible's check mode stops there: nothing in a directory that is not there yet.
+        return Outcome::changed(format!("dest directory {dir} would be created"));
+    }
+    let dest = format!("{dir}/{name}");
+    if !a.force && !made {
+        match super::transfer::stat(cx, &dest, false).await {
+            Ok(Some(d)) if d.kind != "directory" => return Outcome::ok(""),
+            Ok(_) => {}
+            Err(o) => return o,
+        }
+    }
+    let source = match super::source::source(&cx.local_dir.join(src)).await {
+        Ok(s) => s,
+        Err(e) => return Outcome::failed(e),
+    };
+    let want = Want::Source(source);
+    let mut o = ensure_file(cx, &dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+    if made && o.status == super::Status::Ok {
+        o.status = super::Status::Changed;
+    }
+    o
+}
+
+/// `remote_src`: the host copies its own file, in one command: compared by content (a link at
+/// `dest` is replaced), copied through a temporary file beside `dest` with the source's mode and
+/// times (a new file: the umask's mode, as Ansible's atomic move leaves it), then
+/// `mode`/`owner`/`group` as asked.
+async fn remote_copy(cx: &StepCtx<'_>, a: &CopyArgs) -> Outcome {
+    use crate::template::shell_quote;
+    let Some(src) = &a.src else { return Outcome::failed("copy: remote_src needs src") };
+    let (src, dest) = match (super::home::expand_home(cx, src).await, super::home::expand_home(cx, &a.dest).await) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(o), _) | (_, Err(o)) => return o,
+    };
+    let act = |cmd: &str| if cx.check { "true".to_string() } else { cmd.to_string() };
+    let script = format!(
+        r#"src={src}; dest={dest}
+[ -e "$src" ] || {{ echo "Source $src not found" >&2; exit 1; }}
+[ -d "$src" ] && {{ echo "copy: remote_src of a directory ($src) is not supported yet" >&2; exit 1; }}
+[ -f "$src" ] || {{ echo "Cannot copy invalid source '$src': not a file" >&2; exit 1; }}
+case "$dest" in */) if [ ! -d "$dest" ]; then {mkdir} || exit 1; echo MADE; {stop} fi ;; esac
+[ -d "$dest" ] && dest="${{dest%/}}/$(basename "$src")"
+echo "DEST $dest"
+new=1
+if [ -e "$dest" ] || [ -L "$dest" ]; then
+  new=0
+  {force}
+  [ ! -L "$dest" ] && [ -f "$dest" ] && cmp -s "$src" "$dest" && exit 0
+else
+  d=$(dirname "$dest"); [ -d "$d" ] || {{ echo "Destination directory $d does not exist" >&2; exit 1; }}
+fi
+{copy} || exit 1
+echo CHANGED
+"#,
+        src = shell_quote(&src),
+        dest = shell_quote(&dest),
+        mkdir = act("mkdir -p \"$dest\""),
+        stop = if cx.check { "echo CHANGED; exit 0;" } else { "" },
+        force = if a.force { "" } else { "echo EXISTS; exit 0" },
+        copy = act(
+            "t=$(mktemp \"$(dirname \"$dest\")/.copctl.XXXXXX\") && { cat \"$src\" > \"$t\" && chmod \"$(stat -c %a \"$src\")\" \"$t\" && touch -r \"$src\" \"$t\" && rm -f \"$dest\" && mv -f \"$t\" \"$dest\" || { rm -f \"$t\"; false; }; } && { [ $new = 0 ] || chmod \"$(printf %o $(( 0666 & ~$(umask) )))\" \"$dest\"; }"
+        ),
+    );
+    let out = match cx.sh(&script, None).await {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    if !out.success() {
+        return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string()).with_output(&out);
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let dest = text.lines().find_map(|l| l.strip_prefix("DEST ")).unwrap_or(&dest).to_string();
+    let mut changed = text.lines().any(|l| l == "CHANGED" || l == "MADE");
+    let exists = text.lines().any(|l| l == "EXISTS");
+    let mode = match a.mode.as_ref().map(super::Mode::bits).transpose() {
+        Ok(m) => m,
+        Err(e) => return Outcome::failed(e.to_string()),
+    };
+    // In check mode a file not copied yet has no attributes to compare.
+    if !(cx.check && changed) && !exists {
+        match super::file_attrs(cx, &dest, mode, a.owner.as_deref(), a.group.as_deref()).await {
+            Ok(c) => changed |= c,
+            Err(o) => return o,
+        }
+    }
+    let mut o = if exists {
+        Outcome::ok("file already exists")
+    } else if changed {
+        Outcome::changed(format!("{src} copied to {dest}"))
+    } else {
+        Outcome::ok(format!("{dest} is up to date"))
+    };
+    o.result.insert("dest".into(), serde_json::json!(dest));
+    o.result.insert("src".into(), serde_json::json!(src));
     o
 }

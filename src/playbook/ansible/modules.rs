@@ -489,6 +489,8 @@ pub fn translate(
         }
         "copy" | "template" => {
             let mut a = Args::new(p, name, node, extra, None);
+            // A source on the host itself: its path as written, nothing looked for here.
+            let remote = name == "copy" && a.bool_literal(&["remote_src"]) == Some(true);
             let src = a.take(&["src"]);
             let dest = a.text(&["dest"]);
             let mode = a.mode();
@@ -512,11 +514,8 @@ pub fn translate(
             } else {
                 a.default_only("force", json!(true), "copctl always puts the content in place");
             }
-            if name == "copy" {
-                a.default_only("remote_src", json!(false), "copctl copies from the controller only");
-            }
             let takes: &[&str] = if name == "copy" {
-                &["src", "content", "dest", "mode", "owner", "group"]
+                &["src", "content", "dest", "mode", "owner", "group", "force", "remote_src"]
             } else {
                 &[
                     "src",
@@ -540,6 +539,10 @@ pub fn translate(
             };
             if let Some(src) = src {
                 match &src.value {
+                    Value::String(s) if remote => {
+                        out.insert("src".into(), json!(s));
+                        out.insert("remote_src".into(), json!(true));
+                    }
                     Value::String(s) if s.contains("{{") || s.contains("{%") => {
                         // Known only when the task runs: an absolute path is used as it is, a
                         // relative one is looked for where Ansible looks first (files/ or
@@ -584,15 +587,10 @@ pub fn translate(
                 a.missing(if name == "template" { "src" } else { "src or content" });
             }
             match &dest {
-                Some(d) if d.ends_with('/') && name == "copy" => {
+                // Ansible's words: content is one file, which needs a file's name.
+                Some(d) if d.ends_with('/') && name == "copy" && out.contains_key("content") => {
                     let (l, c) = a.at;
-                    a.p.add(
-                        l,
-                        c,
-                        format!("{name}: a dest ending in '/' (a directory) is not supported yet"),
-                        "here",
-                        None,
-                    );
+                    a.p.add(l, c, format!("{name}: can not use content with a dir as dest"), "here", None);
                 }
                 Some(d) => {
                     out.insert("dest".into(), json!(d));
