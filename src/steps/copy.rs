@@ -285,7 +285,7 @@ echo CHANGED
         Err(e) => return Outcome::failed(e.to_string()),
     };
     // In check mode a file not copied yet has no attributes to compare.
-    if !(cx.check && changed) && !exists {
+    if !(exists || cx.check && changed) {
         match super::file_attrs(cx, &dest, mode, a.owner.as_deref(), a.group.as_deref()).await {
             Ok(c) => changed |= c,
             Err(o) => return o,
