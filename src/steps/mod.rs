@@ -500,6 +500,7 @@ mod tests {
             owner: None,
             group: None,
             force: true,
+            remote_src: false,
         });
         assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }
