@@ -211,3 +211,42 @@ fn becoming_steps_share_long_lived_sudo_shells() {
     let calls = std::fs::read_to_string(site.lab().path(0, "/tmp/sudo-calls")).unwrap().lines().count();
     assert!((1..=4).contains(&calls), "sudo ran {calls} times for 20 steps");
 }
+
+/// An Ansible play's `remote_user`: the hosts without `ansible_user` log in as that user (the
+/// command runs as deploy, its file is deploy's); plays that share a host with different users
+/// are refused, at the play, before anything runs.
+#[test]
+fn a_plays_remote_user_is_the_login_where_the_inventory_names_none() {
+    let opts = LabOptions { sudo_user: Some(("deploy".into(), None)), ..Default::default() };
+    let site = Site::hosts_with(1, opts);
+    site.edit("inventory.ini", |t| t.replace("ansible_user=root", ""));
+    site.write(
+        "login.yml",
+        "- hosts: lab\n  remote_user: deploy\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - copy: {content: \"{{ who.stdout }}\\n\", dest: /home/deploy/who}\n",
+    );
+    site.test().args(["run", "login.yml"]).run();
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/home/deploy/who")).unwrap(), "deploy\n");
+    assert_eq!(owner_and_mode(&site, "/home/deploy/who").0, SUDO_UID);
+    site.write(
+        "two.yml",
+        "- hosts: lab\n  remote_user: deploy\n  tasks: [ping:]\n- name: second\n  hosts: lab-1\n  remote_user: admin\n  tasks: [ping:]\n",
+    );
+    site.test()
+        .args(["validate", "two.yml"])
+        .status(1)
+        .stdout("")
+        .stderr_normalized(
+            r#"  x two.yml:4:1: host lab-1 is in play 'lab' with remote_user deploy and in play 'second' with remote_user admin: copctl logs in to a host once per run
+   ,-[two.yml:4:1]
+ 3 |   tasks: [ping:]
+ 4 | - name: second
+   : ^^^^^^^|^^^^^^
+   :        `-- this play
+ 5 |   hosts: lab-1
+   `----
+  help: give the plays that share lab-1 the same remote_user, or set ansible_user for it in the inventory
+
+"#,
+        )
+        .run();
+}

@@ -27,7 +27,7 @@ pub fn exec(cli: &Cli, args: &ExecArgs) -> Result<i32> {
     if hosts.is_empty() {
         return Err(site.inventory.no_match_error("pattern", &args.pattern));
     }
-    let pool = Arc::new(cli.pool(&site, &hosts)?);
+    let pool = Arc::new(cli.pool(&site, &hosts, &Default::default())?);
     run(&site, pool, hosts, args.command.join(" "), Duration::from_secs(args.timeout), args.output)
 }
 

@@ -152,17 +152,27 @@ impl Cli {
         o
     }
 
-    fn pool(&self, site: &Site, hosts: &[String]) -> Result<Pool> {
+    /// The connections to `hosts`; `logins`: the user a play's `remote_user` logs in as on a
+    /// host, over `-u` and ansible.cfg (the inventory's `ansible_user` over it).
+    fn pool(&self, site: &Site, hosts: &[String], logins: &std::collections::HashMap<String, String>) -> Result<Pool> {
         let cfg = SshConfigFile::load(self.ssh_config.as_deref());
-        let defaults = self.connect_defaults()?;
+        let base = self.connect_defaults()?;
+        let defaults_of = |h: &str| {
+            let mut d = base.clone();
+            if let Some(u) = logins.get(h) {
+                d.insert("ansible_user".into(), serde_json::Value::from(u.as_str()));
+            }
+            d
+        };
         for h in hosts.iter().filter(|h| site.inventory.hosts.contains_key(*h)) {
-            let mut vars = defaults.clone();
+            let mut vars = defaults_of(h);
             vars.extend(site.inventory.host_vars(h));
             crate::transport::check_connection_vars(h, &vars).map_err(crate::error::Error::plain)?;
         }
         let specs = hosts
             .iter()
             .map(|h| {
+                let defaults = defaults_of(h);
                 if !site.inventory.hosts.contains_key(h) && crate::plan::is_implicit_localhost(h) {
                     let mut vars = defaults.clone();
                     vars.insert("ansible_connection".into(), serde_json::Value::from("local"));

@@ -41,6 +41,7 @@ pub fn validate(cli: &Cli, args: &ValidateArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
+        crate::plan::logins::logins(&site, &plan)?;
         tasks += plan.graph.node_count();
         for w in plan.warnings {
             if !warned.contains(&w) {

@@ -123,7 +123,8 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
             }
         }
     }
-    let pool = cli.pool(&site, &hosts)?;
+    let logins = crate::plan::logins::logins(&site, &plan)?;
+    let pool = cli.pool(&site, &hosts, &logins)?;
     crate::run::run(site, plan, pool, req)
 }
 

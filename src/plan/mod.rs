@@ -5,6 +5,7 @@
 //! only when an in-limit task uses what it registers.
 
 mod check;
+pub mod logins;
 pub mod render;
 
 use std::collections::{HashMap, HashSet};

@@ -183,6 +183,9 @@ pub struct Play {
     /// notified before it run there only where `--tags` selects these tags (the flush's own,
     /// with its role's); elsewhere they wait for the next flush.
     pub flush_tags: Option<Vec<String>>,
+    /// Ansible's `remote_user` play keyword: the login on the play's hosts that set no
+    /// `ansible_user` (over `-u` and ansible.cfg, as Ansible ranks keywords).
+    pub remote_user: Option<String>,
 }
 
 impl Play {
@@ -435,6 +438,7 @@ impl Playbook {
                 continues: false,
                 force_handlers: None,
                 flush_tags: None,
+                remote_user: None,
             });
         }
         let pb = Playbook {

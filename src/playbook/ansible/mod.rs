@@ -178,6 +178,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "strategy",
     "force_handlers",
     "no_log",
+    "remote_user",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -185,7 +186,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "vars_prompt",
     "become_method",
     "become_flags",
-    "remote_user",
     "connection",
     "environment",
     "ignore_errors",
@@ -571,6 +571,22 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let gather = flag(f, "gather_facts").unwrap_or(true);
     let force_handlers = flag(f, "force_handlers");
     let no_log = flag(f, "no_log");
+    let remote_user = match get("remote_user") {
+        None => None,
+        Some((k, v)) => match v.as_str() {
+            Some(u) => match known::with(f, serde_json::Map::new(), |f| known::text(f, u, (v.line, v.column))) {
+                Some(u) if !u.is_empty() => Some(u),
+                _ => {
+                    f.p.add_key(k, format!("remote_user: '{u}' is not known when the playbook is loaded"), Some("copctl logs in to a host once per run: name the user, or set it from the play's vars (or ansible_user in the inventory)".into()));
+                    None
+                }
+            },
+            None => {
+                f.p.add_key(k, format!("remote_user: a user's name, not {}", v.what()), None);
+                None
+            }
+        },
+    };
     if let Some((k, v)) = get("become_user")
         && v.as_str() != Some("root")
     {
@@ -813,6 +829,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         continues: false,
         force_handlers,
         flush_tags: None,
+        remote_user,
     };
     let unique = |wanted: String, taken: &[Play], mine: &[Play]| -> String {
         let mut name = wanted.clone();
