@@ -179,6 +179,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "force_handlers",
     "no_log",
     "remote_user",
+    "environment",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -187,7 +188,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "become_method",
     "become_flags",
     "connection",
-    "environment",
     "ignore_errors",
     "ignore_unreachable",
     "order",
@@ -796,6 +796,23 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let mut handlers = all_handlers;
     for h in &mut handlers {
         h.def.tags = Some(crate::playbook::OneOrMany::Many(vec!["always".into()]));
+    }
+    // The play's `environment`, under each task's own (handlers' too, as in Ansible).
+    if let Some((k, v)) = get("environment") {
+        let env: Vec<(String, String)> = task::vars(f, k, v)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(s) => (name, s),
+                other => (name, other.to_string()),
+            })
+            .collect();
+        let steps = sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut());
+        for s in steps.chain(handlers.iter_mut().filter(|h| !earlier_handlers.iter().any(|e| e.name == h.name))) {
+            for (name, value) in &env {
+                s.def.environment.entry(name.clone()).or_insert_with(|| value.clone());
+            }
+        }
     }
     // The play's `no_log`, under each task's and block's own.
     if let Some(hide) = no_log {
