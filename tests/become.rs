@@ -213,8 +213,9 @@ fn becoming_steps_share_long_lived_sudo_shells() {
 }
 
 /// An Ansible play's `remote_user`: the hosts without `ansible_user` log in as that user (the
-/// command runs as deploy, its file is deploy's); plays that share a host with different users
-/// are refused, at the play, before anything runs.
+/// command runs as deploy, its file is deploy's); its `become` and `become_user` are every
+/// task's that says none (a task's `become: false` over them); plays that share a host with different users are refused, at the play, before
+/// anything runs.
 #[test]
 fn a_plays_remote_user_is_the_login_where_the_inventory_names_none() {
     let opts = LabOptions { sudo_user: Some(("deploy".into(), None)), ..Default::default() };
@@ -227,6 +228,21 @@ fn a_plays_remote_user_is_the_login_where_the_inventory_names_none() {
     site.test().args(["run", "login.yml"]).run();
     assert_eq!(std::fs::read_to_string(site.lab().path(0, "/home/deploy/who")).unwrap(), "deploy\n");
     assert_eq!(owner_and_mode(&site, "/home/deploy/who").0, SUDO_UID);
+    // The play's become_user: every task's, where it names none.
+    site.write(
+        "as.yml",
+        "- hosts: lab\n  remote_user: deploy\n  become: true\n  become_user: nobody\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - copy: {content: \"{{ who.stdout }}\\n\", dest: /root/who}\n      become_user: root\n",
+    );
+    site.test().args(["run", "as.yml"]).run();
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/root/who")).unwrap(), "nobody\n");
+    // The play's become (the inventory says nothing of it), and a task's become: false in it.
+    site.write(
+        "root.yml",
+        "- hosts: lab\n  remote_user: deploy\n  become: true\n  gather_facts: false\n  tasks:\n    - copy: {content: \"x\\n\", dest: /root/by-play, mode: \"0600\"}\n    - copy: {content: \"y\\n\", dest: /home/deploy/mine}\n      become: false\n",
+    );
+    site.test().args(["run", "root.yml"]).run();
+    assert_eq!(owner_and_mode(&site, "/root/by-play"), (0, 0o600));
+    assert_eq!(owner_and_mode(&site, "/home/deploy/mine").0, SUDO_UID);
     site.write(
         "two.yml",
         "- hosts: lab\n  remote_user: deploy\n  tasks: [ping:]\n- name: second\n  hosts: lab-1\n  remote_user: admin\n  tasks: [ping:]\n",

@@ -127,6 +127,8 @@ pub fn spec_for(name: &str, address: &str, port: u16, user: &str, pubkey: &Path)
         },
         jumps: vec![],
         r#become: None,
+        become_settings: crate::transport::spec::Become { user: "root".into(), password: None, su: false },
+        become_fixed: false,
         password: None,
     }
 }

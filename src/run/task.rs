@@ -336,11 +336,12 @@ impl Job {
         // other module's remote commands get it from the connection, as a module's process would.
         let kind = step.action.kind();
         let env: &[(String, String)] = if kind == "command" || kind == "shell" { &[] } else { &guards.environment };
-        // root is the host's own rule (its become settings), as before task-level become users.
-        let become_user = step.def.become_user.as_deref().filter(|u| *u != "root" && step.def.r#become == Some(true));
+        // The task's `become`, else its play's; where neither says, the host's own rule.
+        let r#become = step.def.r#become.or(self.plan.play(&self.plan.graph[self.node]).r#become);
+        let become_user = step.def.become_user.as_deref();
         let step_conn;
-        let conn = if become_user.is_some() || !env.is_empty() {
-            step_conn = conn.for_step(become_user, env);
+        let conn = if r#become.is_some() || become_user.is_some() || !env.is_empty() {
+            step_conn = conn.for_step(r#become, become_user, env);
             &step_conn
         } else {
             conn

@@ -162,18 +162,38 @@ pub struct HostConnection {
 }
 
 impl HostConnection {
-    /// This connection for one step: `become_user` (a task's, over the host's become user:
-    /// sudo or su to it, with the host's become password and method) and `env` on each command.
-    pub fn for_step(&self, become_user: Option<&str>, env: &[(String, String)]) -> HostConnection {
+    /// This connection for one step: `become` (the task's or play's keyword: on or off, where
+    /// the inventory does not decide for the host), `become_user` (a task's or play's, over the
+    /// host's become user: sudo or su to it, with the host's become password and method) and
+    /// `env` on each command.
+    pub fn for_step(
+        &self,
+        r#become: Option<bool>,
+        become_user: Option<&str>,
+        env: &[(String, String)],
+    ) -> HostConnection {
         let mut c = self.clone();
-        if let Some(u) = become_user {
+        let on = match r#become {
+            Some(b) if !self.spec.become_fixed => b,
+            _ => self.spec.r#become.is_some(),
+        };
+        let settings = &self.spec.become_settings;
+        let want = on.then(|| spec::Become {
+            user: become_user
+                .map(str::to_string)
+                .or_else(|| self.spec.r#become.as_ref().map(|b| b.user.clone()))
+                .unwrap_or_else(|| settings.user.clone()),
+            password: settings.password.clone(),
+            su: settings.su,
+        });
+        let same = match (&want, &self.spec.r#become) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.user == b.user,
+            _ => false,
+        };
+        if !same {
             let mut spec = (*self.spec).clone();
-            let b = spec.r#become.take();
-            spec.r#become = Some(spec::Become {
-                user: u.to_string(),
-                password: b.as_ref().and_then(|b| b.password.clone()),
-                su: b.is_some_and(|b| b.su),
-            });
+            spec.r#become = want;
             c.spec = Arc::new(spec);
         }
         if !env.is_empty() {

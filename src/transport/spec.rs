@@ -48,6 +48,12 @@ pub struct HostSpec {
     /// Jump hosts, outermost first.
     pub jumps: Vec<Endpoint>,
     pub r#become: Option<Become>,
+    /// How the host becomes another user when a task or play says `become: true` (its
+    /// `ansible_become_user`, password and method), whether or not it becomes by default.
+    pub become_settings: Become,
+    /// The inventory sets `ansible_become` for the host: a play's or task's `become` keyword
+    /// does not change it (Ansible's variables win over keywords).
+    pub become_fixed: bool,
     /// Login password (only `ssh-copy-id` and `ansible_password` use one).
     pub password: Option<Secret>,
 }
@@ -244,13 +250,14 @@ impl HostSpec {
             Some("local" | "ansible.builtin.local") => ConnectionKind::Local,
             _ => ConnectionKind::Ssh,
         };
-        let r#become = var_bool(vars, "ansible_become").then(|| Become {
+        let become_settings = Become {
             user: var_str(vars, "ansible_become_user").unwrap_or_else(|| "root".into()),
             password: var_str(vars, "ansible_become_password")
                 .or_else(|| var_str(vars, "ansible_become_pass"))
                 .map(Secret::new),
             su: var_str(vars, "ansible_become_method").is_some_and(|m| m == "su" || m == "ansible.builtin.su"),
-        });
+        };
+        let r#become = var_bool(vars, "ansible_become").then(|| become_settings.clone());
         let password = var_str(vars, "ansible_password").or_else(|| var_str(vars, "ansible_ssh_pass")).map(Secret::new);
         HostSpec {
             name: name.to_string(),
@@ -265,6 +272,8 @@ impl HostSpec {
             },
             jumps,
             r#become,
+            become_settings,
+            become_fixed: false,
             password,
         }
     }
@@ -278,8 +287,10 @@ impl HostSpec {
     /// `-u`, as in Ansible, and `-u` over ssh_config.
     pub fn from_inventory_with(inv: &Inventory, name: &str, cfg: &SshConfigFile, defaults: &Vars) -> HostSpec {
         let mut vars = defaults.clone();
-        vars.extend(inv.host_vars(name));
-        HostSpec::from_vars(name, &vars, cfg)
+        let own = inv.host_vars(name);
+        let fixed = own.contains_key("ansible_become");
+        vars.extend(own);
+        HostSpec { become_fixed: fixed, ..HostSpec::from_vars(name, &vars, cfg) }
     }
 
     /// `user@address:port`, for messages.

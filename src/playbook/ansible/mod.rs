@@ -180,6 +180,11 @@ const PLAY_KEYWORDS: &[&str] = &[
     "no_log",
     "remote_user",
     "environment",
+    "ignore_errors",
+    "check_mode",
+    "diff",
+    "timeout",
+    "throttle",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -188,21 +193,16 @@ const PLAY_NOT_YET: &[&str] = &[
     "become_method",
     "become_flags",
     "connection",
-    "ignore_errors",
     "ignore_unreachable",
     "order",
-    "throttle",
     "collections",
     "module_defaults",
-    "check_mode",
-    "diff",
     "port",
     "run_once",
     "debugger",
     "gather_subset",
     "gather_timeout",
     "fact_path",
-    "timeout",
     "when",
 ];
 
@@ -587,11 +587,13 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         },
     };
-    if let Some((k, v)) = get("become_user")
-        && v.as_str() != Some("root")
-    {
-        f.p.add_key(k, "become_user other than root is not supported yet".into(), None);
-    }
+    // Keywords every task of the play inherits where it sets none (Ansible's play → task).
+    let become_user = get("become_user").and_then(|(k, v)| task::become_user(f, k, v));
+    let ignore_errors = get("ignore_errors").and_then(|(k, v)| task::flag(f, k, v));
+    let check_mode = get("check_mode").and_then(|(k, v)| task::flag(f, k, v));
+    let diff = get("diff").and_then(|(k, v)| task::flag(f, k, v));
+    let timeout = get("timeout").and_then(|(k, v)| task::number(f, k, v));
+    let throttle = get("throttle").and_then(|(k, v)| task::number(f, k, v)).map(|n| n as usize).filter(|n| *n > 0);
     let tags = match get("tags") {
         None => vec![],
         Some((k, v)) => match v.to_value() {
@@ -814,6 +816,18 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         }
     }
+    {
+        let steps = sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut());
+        for s in steps.chain(handlers.iter_mut().filter(|h| !earlier_handlers.iter().any(|e| e.name == h.name))) {
+            if s.def.become_user.is_none() {
+                s.def.become_user = become_user.clone().filter(|u| u != "root");
+            }
+            s.def.ignore_errors |= ignore_errors == Some(true);
+            s.def.check_mode = s.def.check_mode.or(check_mode);
+            s.def.diff = s.def.diff.or(diff);
+            s.def.timeout = s.def.timeout.or(timeout);
+        }
+    }
     // The play's `no_log`, under each task's and block's own.
     if let Some(hide) = no_log {
         let steps = sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut());
@@ -835,7 +849,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         serial_templates,
         max_fail,
         any_errors_fatal,
-        throttle: None,
+        throttle,
         tags,
         when: None,
         vars,

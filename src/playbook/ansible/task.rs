@@ -146,7 +146,7 @@ pub(super) fn text(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
     }
 }
 
-fn number(f: &mut Front, k: &Key, v: &Node) -> Option<u64> {
+pub(super) fn number(f: &mut Front, k: &Key, v: &Node) -> Option<u64> {
     match &v.kind {
         Kind::Scalar(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
         Kind::Scalar(Value::String(s)) if s.trim().parse::<u64>().is_ok() => s.trim().parse().ok(),
