@@ -139,13 +139,13 @@ fn what_a_block_cannot_hold_is_refused_where_it_is_written() {
         .inventory("[web]\nw1\n")
         .write(
             "site.yml",
-            "- hosts: web\n  tasks:\n    - rescue:\n        - debug: msg=x\n    - block:\n        - meta: flush_handlers\n      no_log: true\n      retry: 3\n",
+            "- hosts: web\n  tasks:\n    - rescue:\n        - debug: msg=x\n    - block:\n        - meta: flush_handlers\n      any_errors_fatal: true\n      retry: 3\n",
         )
         .args(["validate", "site.yml"])
         .status(1)
         .stdout("")
         .stderr(
-            r#"  x site.yml: 4 problems: copctl cannot run this playbook as written
+            r#"  x site.yml: 3 problems: copctl cannot run this playbook as written
 
 Error: 
   x site.yml:3:7: rescue without block
@@ -159,35 +159,25 @@ Error:
   help: rescue and always are parts of a block: put the tasks they guard under block:
 
 Error: 
-  x site.yml:7:7: block keyword 'no_log' is not supported yet
+  x site.yml:7:7: block keyword 'any_errors_fatal' is not supported yet
    ,-[site.yml:7:7]
  6 |         - meta: flush_handlers
- 7 |       no_log: true
-   :       ^^^|^^
-   :          `-- here
+ 7 |       any_errors_fatal: true
+   :       ^^^^^^^^|^^^^^^^
+   :               `-- here
  8 |       retry: 3
    `----
+  help: set it on the play
 
 Error: 
   x site.yml:8:7: unknown block keyword 'retry'
    ,-[site.yml:8:7]
- 7 |       no_log: true
+ 7 |       any_errors_fatal: true
  8 |       retry: 3
    :       ^^|^^
    :         `-- here
    `----
-  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, vars, ignore_errors, delegate_to, run_once, environment, notify, check_mode, diff
-
-Error: 
-  x site.yml:6:11: meta: flush_handlers inside a block is not supported yet
-   ,-[site.yml:6:11]
- 5 |     - block:
- 6 |         - meta: flush_handlers
-   :           ^^^^^^^^^^|^^^^^^^^^
-   :                     `-- in this block
- 7 |       no_log: true
-   `----
-  help: flush the handlers between blocks, at the level of the play's tasks
+  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, vars, ignore_errors, delegate_to, run_once, environment, notify, check_mode, diff, no_log
 
 "#,
         )

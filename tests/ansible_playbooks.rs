@@ -373,14 +373,13 @@ fn an_unknown_keyword_is_refused_where_it_is_written() {
 fn an_unsupported_argument_is_refused_never_dropped() {
     refused(
         "- hosts: web\n  tasks:\n    - copy: dest=/etc/hosts content=x remote_src=yes\n",
-        r#"  x site.yml:3:39: copy: remote_src other than false is not supported
-   ,-[site.yml:3:39]
+        r#"  x site.yml:3:13: copy: remote_src needs src, the file on the host
+   ,-[site.yml:3:13]
  2 |   tasks:
  3 |     - copy: dest=/etc/hosts content=x remote_src=yes
-   :                                       ^^^^^|^^^^
-   :                                            `-- this argument
+   :             ^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^
+   :                                 `-- here
    `----
-  help: copctl copies from the controller only
 
 "#,
     );
@@ -389,7 +388,7 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      no_log: true\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      debugger: always\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
@@ -436,12 +435,12 @@ Error:
   help: state: file, directory, absent, link, hard or touch
 
 Error: 
-  x site.yml:12:7: task keyword 'no_log' is not supported yet
+  x site.yml:12:7: task keyword 'debugger' is not supported yet
     ,-[site.yml:12:7]
  11 |     - shell: echo
- 12 |       no_log: true
-    :       ^^^|^^
-    :          `-- here
+ 12 |       debugger: always
+    :       ^^^^|^^^
+    :           `-- here
     `----
 
 "#,

@@ -124,6 +124,11 @@ pub struct Step {
     /// files an `include_tasks` named from a host's variables picks): never reported or
     /// counted unless it fails, as Ansible reads only the file it picks.
     pub gate: bool,
+    /// An Ansible `meta: flush_handlers` inside a block: where it stands, the front-end puts a
+    /// copy of each of the play's handlers (`Handler`: its name), which runs on a host only
+    /// where that handler is notified and then is no longer (so a failing handler is the
+    /// block's to rescue, as in Ansible).
+    pub flush: Option<FlushAt>,
     /// The Ansible module the step was written as where copctl runs it as another kind
     /// (`fail` as an assert): `ansible_failed_task.action` says it.
     pub module: Option<String>,
@@ -134,6 +139,15 @@ impl Step {
     pub fn source<'a>(&'a self, playbook: &'a Source) -> &'a Source {
         self.file.as_ref().unwrap_or(playbook)
     }
+}
+
+/// A `meta: flush_handlers` inside a block (`Step::flush`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlushAt {
+    /// Where it is written, until the play's handlers are known.
+    Point,
+    /// A copy of the handler of this name, run there where it is notified.
+    Handler(String),
 }
 
 /// Which part of an Ansible block holds a step.
@@ -659,6 +673,7 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
         include: None,
         within: Vec::new(),
         gate: false,
+        flush: None,
         module: None,
     })
 }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use crate::error::Result;
-use crate::plan::{Plan, TaskKind};
+use crate::plan::{Plan, Task, TaskKind};
 use crate::report::{HostRecap, OutputFormat, Reporter, TaskEnd, record::RunRecord};
 use crate::site::{HostResults, Site};
 use crate::steps::{Outcome, Status};
@@ -265,10 +265,25 @@ impl Engine {
         {
             return Some(Block::Quiet(None));
         }
+        // A handler's copy at a flush inside a block: only where that handler is notified.
+        if let Some(hi) = self.flushed_handler(&t)
+            && !self.notified.contains(&(t.playbook, t.play, host.clone(), hi))
+        {
+            return Some(Block::Quiet(None));
+        }
         if self.filtered(n) {
             return Some(Block::Quiet(None));
         }
         None
+    }
+
+    /// The handler (its index in the playbook's) a step is the copy of, at a flush inside a
+    /// block.
+    fn flushed_handler(&self, t: &Task) -> Option<usize> {
+        let Some(crate::playbook::FlushAt::Handler(name)) = self.plan.step(t).and_then(|s| s.flush.as_ref()) else {
+            return None;
+        };
+        self.plan.playbooks[t.playbook].handlers.iter().position(|h| h.name == *name)
     }
 
     /// Marks a task finished and releases what waits for it. `reason` says why the task failed
@@ -360,6 +375,10 @@ impl Engine {
         };
         let rescued = detour.as_ref().is_some_and(|(r, _)| *r);
         self.count_as(&host, o.status, ignore, rescued, elapsed.as_secs_f64());
+        // A handler run at a flush is no longer notified: the play's end does not run it again.
+        if let Some(hi) = self.flushed_handler(&t) {
+            self.notified.remove(&(t.playbook, t.play, host.clone(), hi));
+        }
         if let Some(id) = step.as_ref().and_then(|s| s.include)
             && o.status == Status::Skipped
         {

@@ -114,6 +114,7 @@ mod tests {
                     include: None,
                     within: Vec::new(),
                     gate: false,
+                    flush: None,
                     module: None,
                 }
             })

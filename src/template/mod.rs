@@ -1007,6 +1007,26 @@ fn add_filters(env: &mut Environment<'static>) {
         // Python iterates a text term character by character here, as Ansible's lookup does.
         Ok(Value::from(result.into_iter().map(|x| flat1(x).map(Value::from)).collect::<Result<Vec<_>, _>>()?))
     });
+    // Ansible's `subelements` filter: each element (of a list, or a mapping's values) with each
+    // item of the list its dotted key names, as pairs; and the `with_subelements` lookup's
+    // form of it (`lookup: true`), which skips elements marked `skipped` and checks each step
+    // of the key as the lookup does.
+    env.add_filter(
+        "subelements",
+        |obj: Value,
+         key: Value,
+         skip_missing: Option<Value>,
+         kwargs: minijinja::value::Kwargs|
+         -> Result<Value, minijinja::Error> {
+            let skip_missing = match kwargs.get::<Option<Value>>("skip_missing")?.or(skip_missing) {
+                Some(v) => v.is_true(),
+                None => false,
+            };
+            let lookup = kwargs.get::<Option<bool>>("lookup")?.unwrap_or(false);
+            kwargs.assert_all_used()?;
+            subelements(obj, key, skip_missing, lookup)
+        },
+    );
     // Ansible's `with_items` over a templated list: the list flattened one level (a text is one
     // item), as its `items` lookup does. Used by the Ansible front-end's loops.
     env.add_filter("with_items_flatten", |v: Value| -> Result<Value, minijinja::Error> {
@@ -1211,6 +1231,67 @@ pub fn shell_quote(s: &str) -> String {
 /// Any serializable value as a template value.
 pub fn to_value<T: serde::Serialize>(v: T) -> Value {
     Value::from(minijinja::value::Serde(v))
+}
+
+/// Ansible's `subelements` filter (`lookup`: its `with_subelements` lookup's rules).
+fn subelements(obj: Value, key: Value, skip_missing: bool, lookup: bool) -> Result<Value, minijinja::Error> {
+    use minijinja::value::ValueKind;
+    let err = |m: String| minijinja::Error::new(ErrorKind::InvalidOperation, m);
+    let py = |v: &Value| v.to_string();
+    let elements: Vec<Value> = match obj.kind() {
+        ValueKind::Map => {
+            if lookup && obj.get_attr("skipped").is_ok_and(|s| !s.is_undefined() && !s.is_none() && s.is_true()) {
+                return Ok(Value::from(Vec::<Value>::new()));
+            }
+            obj.try_iter()?.map(|k| obj.get_item(&k)).collect::<Result<_, _>>()?
+        }
+        ValueKind::Seq => obj.try_iter()?.collect(),
+        _ if lookup => return Err(err("subelements lookup expects a list of two or three items, first a dict or a list, second a string pointing to the subkey".into())),
+        _ => return Err(err("obj must be a list of dicts or a nested dict".into())),
+    };
+    let path: Vec<String> = match (key.as_str(), key.kind()) {
+        (Some(s), _) => s.split('.').map(str::to_string).collect(),
+        (None, ValueKind::Seq) if !lookup => key.try_iter()?.map(|k| k.to_string()).collect(),
+        _ => return Err(err("subelements must be a list or a string".into())),
+    };
+    let mut out = Vec::new();
+    for element in elements {
+        if element.kind() != ValueKind::Map {
+            if lookup {
+                return Err(err(format!("subelements lookup expects a dictionary, got '{}'", py(&element))));
+            }
+        } else if lookup && element.get_attr("skipped").is_ok_and(|s| !s.is_undefined() && s.is_true()) {
+            continue;
+        }
+        let mut values = element.clone();
+        let mut found = true;
+        for (i, k) in path.iter().enumerate() {
+            let has = values.kind() == ValueKind::Map && values.get_attr(k).is_ok_and(|v| !v.is_undefined());
+            if !has {
+                if skip_missing {
+                    found = false;
+                    break;
+                }
+                return Err(err(format!("could not find '{k}' key in iterated item {}", py(&values))));
+            }
+            values = values.get_attr(k)?;
+            if lookup && i + 1 < path.len() && values.kind() != ValueKind::Map {
+                return Err(err(format!("the key {k} should point to a dictionary, got '{}'", py(&values))));
+            }
+        }
+        if !found {
+            continue;
+        }
+        if values.kind() != ValueKind::Seq {
+            let last = path.last().cloned().unwrap_or_default();
+            return Err(err(format!("the key {last} should point to a list, got {}", py(&values))));
+        }
+        let first = element.clone();
+        for v in values.try_iter()? {
+            out.push(Value::from(vec![first.clone(), v]));
+        }
+    }
+    Ok(Value::from(out))
 }
 
 #[cfg(test)]

@@ -145,13 +145,29 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         };
         for e in entries {
             if is_flush_handlers(e) {
-                f.p.add(
-                    e.line,
-                    e.column,
-                    "meta: flush_handlers inside a block is not supported yet".into(),
-                    "in this block",
-                    Some("flush the handlers between blocks, at the level of the play's tasks".into()),
-                );
+                if handler {
+                    f.p.add(
+                        e.line,
+                        e.column,
+                        "meta: flush_handlers in a handler: Ansible refuses it".into(),
+                        "here",
+                        None,
+                    );
+                    continue;
+                }
+                // The play's handlers go here once they are all known (mod.rs).
+                let def = serde_json::from_value(
+                    serde_json::json!({"name": "meta: flush_handlers", "assert": {"that": ["true"]}}),
+                )
+                .expect("a valid step");
+                match crate::playbook::validate_step(&f.p.source, def, e.line, e.column, false) {
+                    Ok(mut s) => {
+                        s.flush = Some(crate::playbook::FlushAt::Point);
+                        s.blocks.insert(0, Enclosing { id, part });
+                        steps.push(s);
+                    }
+                    Err(err) => f.p.errors.push(err),
+                }
                 continue;
             }
             let mut produced = Vec::new();

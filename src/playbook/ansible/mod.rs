@@ -828,6 +828,31 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             s.def.timeout = s.def.timeout.or(timeout);
         }
     }
+    // A flush inside a block: a copy of each of the play's handlers there, in their order,
+    // under the flush's blocks and conditions (each runs where its handler is notified).
+    for (_, steps, ..) in &mut sections {
+        if !steps.iter().any(|s| s.flush == Some(crate::playbook::FlushAt::Point)) {
+            continue;
+        }
+        let mut with_copies = Vec::with_capacity(steps.len());
+        for point in std::mem::take(steps) {
+            if point.flush != Some(crate::playbook::FlushAt::Point) {
+                with_copies.push(point);
+                continue;
+            }
+            for h in &handlers {
+                let mut c = h.clone();
+                c.flush = Some(crate::playbook::FlushAt::Handler(h.name.clone()));
+                c.blocks = point.blocks.clone();
+                c.within = point.within.clone();
+                c.tag_gates = point.tag_gates.clone();
+                c.def.when = crate::playbook::and_conditions(point.def.when.clone(), c.def.when.take());
+                c.file = c.file.or_else(|| Some(f.p.source.clone()));
+                with_copies.push(c);
+            }
+        }
+        *steps = with_copies;
+    }
     // The play's `no_log`, under each task's and block's own.
     if let Some(hide) = no_log {
         let steps = sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut());

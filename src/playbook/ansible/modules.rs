@@ -583,6 +583,9 @@ pub fn translate(
                     }
                     _ => a.p.add_len(src.line, src.column, 3, format!("{name}: src must be text"), "here", None),
                 }
+            } else if remote {
+                let (l, c) = a.at;
+                a.p.add(l, c, "copy: remote_src needs src, the file on the host".into(), "here", None);
             } else if name == "template" || !out.contains_key("content") {
                 a.missing(if name == "template" { "src" } else { "src or content" });
             }

@@ -261,10 +261,12 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
         return;
     }
     let Some((lk, lv)) = looped else {
+        let mut spec = spec;
         if kind == "include_role" && is_template(&spec.name) {
             let (l, c, _) = spec.at;
-            if known::with(f, spec.vars.scope(), |f| known::text(f, &spec.name, (l, c))).is_none() {
-                return chosen_role(f, node, key, spec, out);
+            match known::with(f, spec.vars.scope(), |f| known::text(f, &spec.name, (l, c))) {
+                Some(name) => spec.name = name,
+                None => return chosen_role(f, node, key, spec, out),
             }
         }
         let Some(spec) = resolved(f, &kind, spec) else { return };

@@ -25,6 +25,7 @@ pub const KEYWORDS: &[&str] = &[
     "with_sequence",
     "with_together",
     "with_nested",
+    "with_subelements",
     "with_first_found",
     "with_fileglob",
     "loop_control",
@@ -33,6 +34,8 @@ pub const KEYWORDS: &[&str] = &[
     "timeout",
     "throttle",
     "no_log",
+    "async",
+    "poll",
     "tags",
     "become",
     "become_user",
@@ -49,8 +52,6 @@ pub const KEYWORDS: &[&str] = &[
 
 /// Ansible task keywords copctl does not translate yet, with why where it is worth saying.
 pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
-    ("async", ""),
-    ("poll", ""),
     ("delegate_facts", ""),
     ("any_errors_fatal", "set it on the play"),
     ("debugger", ""),
@@ -64,7 +65,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("become_exe", ""),
     ("ignore_unreachable", ""),
     ("local_action", ""),
-    ("with_subelements", ""),
     ("with_lines", ""),
     ("with_indexed_items", ""),
     ("with_random_choice", ""),
@@ -243,6 +243,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let mut args: Option<&Node> = None;
     let mut until_at: Option<&Key> = None;
     let mut retries_at: Option<&Key> = None;
+    let mut async_at: Option<(&Key, u64)> = None;
+    let mut poll_at: Option<(&Key, u64)> = None;
     let mut listen: Option<Vec<String>> = None;
     for (k, v) in map {
         let role = if KEYWORDS.contains(&k.name.as_str()) {
@@ -317,7 +319,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
                     "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together"
-                    | "with_nested" | "with_first_found" | "with_fileglob" => loop_items(f, k, v),
+                    | "with_nested" | "with_subelements" | "with_first_found" | "with_fileglob" => loop_items(f, k, v),
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => become_user(f, k, v).map(Value::from),
                     "until" => {
@@ -338,6 +340,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         number(f, k, v).map(Value::from)
                     }
                     "delay" | "timeout" | "throttle" => number(f, k, v).map(Value::from),
+                    "async" => {
+                        async_at = number(f, k, v).map(|n| (k, n));
+                        None
+                    }
+                    "poll" => {
+                        poll_at = number(f, k, v).map(|n| (k, n));
+                        None
+                    }
                     "vars" => vars(f, k, v).map(Value::Object),
                     "environment" => vars(f, k, v).map(|m| {
                         Value::Object(
@@ -399,6 +409,24 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             };
             f.p.add_key(k, format!("unknown task keyword '{}'", k.name), Some(help));
         }
+    }
+    // `async` with a poll: Ansible waits for the task, polling, and fails it past the async
+    // time; that is the task run with that timeout. Without polling (`poll: 0`), the task goes
+    // on in the background for an `async_status` to read: copctl has no background jobs.
+    match (async_at, poll_at) {
+        (Some((k, _)), Some((_, 0))) => f.p.add_key(
+            k,
+            "async with poll: 0 (a background job for async_status) is not supported yet".into(),
+            Some("give poll a number of seconds: copctl then runs the task with async as its timeout".into()),
+        ),
+        (Some((_, secs)), _) => {
+            let t = def.get("timeout").and_then(Value::as_u64).map_or(secs, |t| t.min(secs));
+            def.insert("timeout".into(), Value::from(t));
+        }
+        (None, Some((k, _))) => {
+            f.p.add_key(k, "poll without async".into(), Some("poll is how often an async task is checked".into()))
+        }
+        (None, None) => {}
     }
     if let (Some(r), None) = (retries_at, until_at) {
         f.p.add_key(
@@ -545,6 +573,7 @@ pub(super) const LOOPS: &[&str] = &[
     "with_sequence",
     "with_together",
     "with_nested",
+    "with_subelements",
     "with_first_found",
 ];
 
@@ -557,6 +586,7 @@ pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         "with_sequence" => with_sequence(f, k, v),
         "with_together" => with_together(f, k, v),
         "with_nested" => with_nested(f, k, v),
+        "with_subelements" => with_subelements(f, k, v),
         "with_first_found" => with_first_found(f, k, v),
         "with_fileglob" => with_fileglob(f, k, v),
         _ => Some(v.to_value()),
@@ -718,6 +748,46 @@ fn with_nested(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         }
     }
     Some(Value::String(format!("{{{{ [{}] | with_nested }}}}", exprs.join(", "))))
+}
+
+/// `with_subelements`: `[LIST, KEY]` or `[LIST, KEY, {skip_missing: BOOL}]`, each element of the
+/// list (a template, or written out) with each item of its KEY list, as Ansible's subelements
+/// lookup pairs them when the loop runs (the `subelements` filter with the lookup's rules).
+fn with_subelements(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
+    let help = || Some("with_subelements: [LIST, KEY] or [LIST, KEY, {skip_missing: true}]".to_string());
+    let Value::Array(terms) = v.to_value() else {
+        f.p.add_key(k, "subelements lookup expects a list of two or three items".into(), help());
+        return None;
+    };
+    let (list, key, flags) = match terms.as_slice() {
+        [l, Value::String(key)] => (l, key, None),
+        [l, Value::String(key), Value::Object(flags)] => (l, key, Some(flags)),
+        _ => {
+            f.p.add_key(k, "subelements lookup expects a list of two or three items, first a dict or a list, second a string pointing to the subkey".into(), help());
+            return None;
+        }
+    };
+    let skip = match flags.map(|m| m.iter().collect::<Vec<_>>()).as_deref() {
+        None | Some([]) => false,
+        Some([(name, Value::Bool(b))]) if *name == "skip_missing" => *b,
+        _ => {
+            f.p.add_key(k, "the optional third item must be a dict with flags ['skip_missing']".into(), help());
+            return None;
+        }
+    };
+    if key.contains("{{") || key.contains("{%") {
+        f.p.add_key(k, "with_subelements: a templated key is not supported yet".into(), help());
+        return None;
+    }
+    let Some(e) = template_expr(list) else {
+        f.p.add_key(k, "with_subelements: a {% %} block in the list is not supported yet".into(), None);
+        return None;
+    };
+    Some(Value::String(format!(
+        "{{{{ {e} | subelements({}, skip_missing={}, lookup=true) }}}}",
+        json!(key),
+        if skip { "true" } else { "false" }
+    )))
 }
 
 /// `with_first_found`: a loop over the first file of the terms that exists on the bastion (none,
