@@ -91,6 +91,12 @@ fn copies_on_the_host_and_into_directories_end_as_ansible_leaves_them() {
     same_as_ansible("copies.yml");
 }
 
+/// A result and a fact one host sets, read by the others through hostvars later in the play.
+#[test]
+fn a_result_read_through_hostvars_later_in_the_play_ends_as_ansible_leaves_it() {
+    same_as_ansible("tokens.yml");
+}
+
 #[test]
 fn facts_are_what_ansible_gathers() {
     same_as_ansible("facts.yml");

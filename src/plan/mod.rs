@@ -61,6 +61,9 @@ pub struct Plan {
     /// Hosts of each play after the limit, in batches.
     pub batches: Vec<Vec<Vec<Vec<String>>>>,
     pub warnings: Vec<String>,
+    /// Edges that only order two tasks (a read through `hostvars` of what another host set
+    /// earlier in the same play): the later one runs after, whatever became of the earlier.
+    pub order_only: HashSet<(NodeIndex, NodeIndex)>,
 }
 
 impl Plan {
@@ -113,6 +116,7 @@ struct Builder<'a> {
     play_end: Vec<Vec<NodeIndex>>,
     /// Register name → tasks producing it.
     producers: HashMap<String, Vec<NodeIndex>>,
+    order_only: HashSet<(NodeIndex, NodeIndex)>,
 }
 
 /// Plans `playbooks` on the site's inventory, limited by `limit`.
@@ -175,7 +179,14 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         }
     }
     resolve_serial_templates(site, &mut playbooks)?;
-    let mut b = Builder { site, graph: DiGraph::new(), host_end: vec![], play_end: vec![], producers: HashMap::new() };
+    let mut b = Builder {
+        site,
+        graph: DiGraph::new(),
+        host_end: vec![],
+        play_end: vec![],
+        producers: HashMap::new(),
+        order_only: HashSet::new(),
+    };
     let mut all_batches = Vec::new();
     let mut warnings: Vec<String> = playbooks.iter().flat_map(|p| p.warnings.iter().cloned()).collect();
     // Names each in-limit step uses, to decide which read-only steps outside the limit are needed.
@@ -254,7 +265,14 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
     }
     let planned: IndexSet<String> = b.graph.node_weights().filter_map(|t| t.host.clone()).collect();
     warnings.extend(site.inventory.var_conflicts(&planned));
-    let plan = Plan { playbooks, graph: b.graph, limit: limit.map(str::to_string), batches: all_batches, warnings };
+    let plan = Plan {
+        playbooks,
+        graph: b.graph,
+        limit: limit.map(str::to_string),
+        batches: all_batches,
+        warnings,
+        order_only: b.order_only,
+    };
     check::check_load_time(site, &plan)?;
     check::check_templates(site, &plan)?;
     Ok(plan)
@@ -521,16 +539,23 @@ impl Builder<'_> {
             None => None,
         };
         let mut all_deps = deps.to_vec();
-        // A task that reads another host's registered result (through `hostvars`, from another
-        // play) waits for the tasks that produce it, and does not run if they failed. A result
-        // of its own host needs no edge: the host's own step order already provides it.
+        // A task that reads another host's registered result or fact (through `hostvars`)
+        // waits for the tasks that produce it, earlier in its play (as Ansible's hosts, in
+        // lock-step, have run them) or in another play, and does not run if they failed. A
+        // result of its own host needs no edge: the host's own step order already provides it.
         let ids = identifiers(self.site, step);
+        let mut order_only = Vec::new();
         if ids.contains("hostvars") {
             for name in &ids {
                 for p in self.producers.get(name).into_iter().flatten() {
                     let pt = &self.graph[*p];
-                    if pt.host.as_deref() != Some(host) && (pt.playbook, pt.play) != (pi, ki) {
+                    let same_play = (pt.playbook, pt.play) == (pi, ki);
+                    let earlier = !same_play || matches!(pt.kind, TaskKind::Step(p) if p < si);
+                    if pt.host.as_deref() != Some(host) && earlier {
                         all_deps.push(*p);
+                        if same_play {
+                            order_only.push(*p);
+                        }
                     }
                 }
             }
@@ -548,10 +573,15 @@ impl Builder<'_> {
             label: step.name.clone(),
         };
         let n = self.add(t, &all_deps);
-        if let Some(r) = &step.def.register
-            && !self.statically_false(pb, &pb.plays[ki], step, host)
-        {
-            self.producers.entry(r.clone()).or_default().push(n);
+        self.order_only.extend(order_only.into_iter().map(|p| (p, n)));
+        if !self.statically_false(pb, &pb.plays[ki], step, host) {
+            let facts: Vec<String> = match &step.action {
+                crate::playbook::Action::SetFact(a) => a.keys().cloned().collect(),
+                _ => Vec::new(),
+            };
+            for r in step.def.register.iter().chain(&facts) {
+                self.producers.entry(r.clone()).or_default().push(n);
+            }
         }
         Ok(n)
     }

@@ -316,7 +316,7 @@ impl Engine {
                 let continues = t.kind == TaskKind::Barrier
                     && (dt.playbook, dt.play) == (t.playbook, t.play + 1)
                     && self.plan.play(dt).continues;
-                if propagate && !continues {
+                if propagate && !continues && !self.plan.order_only.contains(&(n, d)) {
                     self.blocked.entry(d).or_insert_with(|| r.clone());
                 }
                 // A play kept from starting by a play it needs stops as that one did, so the
