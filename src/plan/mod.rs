@@ -254,6 +254,18 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         }
         all_batches.push(pb_batches);
     }
+    // What Ansible decides from its hosts' lock-step, where there is more than one host to move.
+    for (pi, pb) in playbooks.iter().enumerate() {
+        for (ki, play) in pb.plays.iter().enumerate() {
+            if !all_batches[pi][ki].iter().any(|b: &Vec<String>| b.len() > 1) {
+                continue;
+            }
+            if let Some(s) = play.steps.iter().find(|s| s.lockstep.is_some()) {
+                let (msg, help) = s.lockstep.clone().unwrap_or_default();
+                return Err(s.source(&pb.source).error_at(s.line, s.column, 0, msg, "this task", Some(help)));
+            }
+        }
+    }
     if limit.is_some() && b.graph.node_weights().all(|t| t.kind == TaskKind::Barrier || t.outside_limit) {
         let l = limit.unwrap_or_default();
         let names: Vec<&str> = playbooks.iter().map(|p| p.name.as_str()).collect();

@@ -129,6 +129,10 @@ pub struct Step {
     /// where that handler is notified and then is no longer (so a failing handler is the
     /// block's to rescue, as in Ansible).
     pub flush: Option<FlushAt>,
+    /// Where what Ansible does depends on its hosts moving in lock-step (`any_errors_fatal`, or
+    /// a `run_once` step, in a block with rescue or always): the problem and its help. With one
+    /// host there is no lock-step to copy; the plan refuses it where a batch has more.
+    pub lockstep: Option<(String, String)>,
     /// The Ansible module the step was written as where copctl runs it as another kind
     /// (`fail` as an assert): `ansible_failed_task.action` says it.
     pub module: Option<String>,
@@ -140,6 +144,10 @@ impl Step {
         self.file.as_ref().unwrap_or(playbook)
     }
 }
+
+/// `Step::module` of an Ansible `meta: clear_host_errors`: where a host's failure is pending in
+/// an always part, it is no longer: the host goes on after the block.
+pub const CLEAR_HOST_ERRORS: &str = "meta: clear_host_errors";
 
 /// A `meta: flush_handlers` inside a block (`Step::flush`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -674,6 +682,7 @@ fn validate_step(source: &Source, mut def: StepDef, line: usize, col: usize, han
         within: Vec::new(),
         gate: false,
         flush: None,
+        lockstep: None,
         module: None,
     })
 }

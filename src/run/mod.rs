@@ -713,9 +713,16 @@ impl Engine {
                         ms = elapsed.as_millis() as u64,
                         "task finished"
                     );
-                    if let Some(id) = plan.step(&t).filter(|s| s.gate && o.status != Status::Failed).and_then(|s| s.include) {
-                        if o.status == Status::Skipped {
-                            self.skipped_includes.entry(t.host.clone().unwrap_or_default()).or_default().insert(id);
+                    if let Some(s) = plan.step(&t).filter(|s| s.gate && o.status != Status::Failed) {
+                        let host = t.host.clone().unwrap_or_default();
+                        if let (Some(id), Status::Skipped) = (s.include, o.status) {
+                            self.skipped_includes.entry(host.clone()).or_default().insert(id);
+                        }
+                        if s.module.as_deref() == Some(crate::playbook::CLEAR_HOST_ERRORS)
+                            && o.status != Status::Skipped
+                            && let Some((d, _)) = self.detours.get_mut(&host)
+                        {
+                            d.pending = None;
                         }
                         self.finish(n, None, &mut ready);
                         continue;

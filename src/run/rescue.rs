@@ -115,6 +115,7 @@ mod tests {
                     within: Vec::new(),
                     gate: false,
                     flush: None,
+                    lockstep: None,
                     module: None,
                 }
             })

@@ -36,6 +36,7 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "check_mode",
     "diff",
     "no_log",
+    "any_errors_fatal",
 ];
 
 /// What a block hands down to every step it holds.
@@ -54,6 +55,7 @@ struct Inherited {
     check_mode: Option<bool>,
     diff: Option<bool>,
     no_log: Option<bool>,
+    any_errors_fatal: bool,
 }
 
 pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
@@ -83,6 +85,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "check_mode" => inherited.check_mode = task::flag(f, k, v),
             "diff" => inherited.diff = task::flag(f, k, v),
             "no_log" => inherited.no_log = task::flag(f, k, v),
+            "any_errors_fatal" => inherited.any_errors_fatal = task::flag(f, k, v).unwrap_or(false),
             "delegate_to" => inherited.delegate_to = task::text(f, k, v),
             "environment" => {
                 inherited.environment = task::vars(f, k, v)
@@ -187,15 +190,17 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let guarded = steps.iter().any(|s| s.blocks.first().is_some_and(|e| e.part != Part::Block));
     for mut s in steps {
         inherit(&inherited, &mut s);
-        if guarded && s.def.run_once {
-            f.p.add(
-                s.line,
-                s.column,
+        if guarded && s.def.run_once && s.lockstep.is_none() {
+            s.lockstep = Some((
                 "run_once in a block with rescue or always is not supported yet".into(),
-                "this task",
-                Some("when it fails, Ansible drops the batch's other hosts silently: run it outside the block".into()),
-            );
-            continue;
+                "when it fails, Ansible drops the batch's other hosts silently: run it outside the block".into(),
+            ));
+        }
+        if inherited.any_errors_fatal && s.lockstep.is_none() {
+            s.lockstep = Some((
+                "any_errors_fatal on a block is not supported yet".into(),
+                "Ansible then fails every host of the batch at once, in lock-step: set it on the play".into(),
+            ));
         }
         out.push(s);
     }
@@ -204,14 +209,15 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
 /// `any_errors_fatal` on a play with a block's rescue or always part: Ansible then sends every
 /// host of the batch into the rescue or always of the block it is in (its hosts run in lock-step,
 /// all at the same task), which copctl's hosts, each at its own pace, do not do.
-pub fn refuse_with_any_errors_fatal<'a>(f: &mut Front, k: &Key, steps: impl Iterator<Item = &'a Step>) {
-    let guarded = |s: &&Step| s.blocks.iter().any(|e| e.part != Part::Block);
-    if let Some(s) = steps.into_iter().find(guarded) {
-        f.p.add_key(
-            k,
-            format!("any_errors_fatal with a block's rescue or always part (line {}) is not supported yet", s.line),
-            Some("Ansible then runs the rescue or always part on every host of the batch: drop one of the two".into()),
-        );
+/// Refused by the plan where a batch has more than one host (`Step::lockstep`).
+pub fn refuse_with_any_errors_fatal<'a>(steps: impl Iterator<Item = &'a mut Step>) {
+    for s in steps.filter(|s| s.blocks.iter().any(|e| e.part != Part::Block)) {
+        s.lockstep.get_or_insert_with(|| {
+            (
+                "any_errors_fatal with a block's rescue or always part is not supported yet".into(),
+                "Ansible then runs the rescue or always part on every host of the batch: drop one of the two".into(),
+            )
+        });
     }
 }
 

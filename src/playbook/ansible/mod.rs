@@ -860,8 +860,8 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             s.def.no_log.get_or_insert(hide);
         }
     }
-    if any_errors_fatal && let Some((k, _)) = get("any_errors_fatal") {
-        block::refuse_with_any_errors_fatal(f, k, sections.iter().flat_map(|(_, s, ..)| s));
+    if any_errors_fatal {
+        block::refuse_with_any_errors_fatal(sections.iter_mut().flat_map(|(_, s, ..)| s.iter_mut()));
     }
     if f.p.count() != before {
         return None;

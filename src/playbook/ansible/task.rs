@@ -507,6 +507,12 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             if short == "fail" {
                 s.module = Some("fail".into());
             }
+            // Not counted, as Ansible's meta tasks are not; the engine clears the host's pending
+            // failure there (run/mod.rs).
+            if short == "meta" {
+                s.module = Some(crate::playbook::CLEAR_HOST_ERRORS.into());
+                s.gate = true;
+            }
             if let Some(topics) = listen {
                 f.listening.push((s.name.clone(), (f.p.source.name.clone(), s.line), topics));
             }
