@@ -101,6 +101,11 @@ macro_rules! step_def {
             /// The shell that runs a `shell` step's line (`EXECUTABLE -c LINE`), as Ansible's
             /// shell `executable`; POSIX `sh` without it.
             pub executable: Option<String>,
+            /// A `command` step's arguments expand `$VAR`, `${VAR}` (left as written where the
+            /// variable is unset) and a leading `~` on the host, as Ansible's command does
+            /// (its `expand_argument_vars`, on by default there).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            pub expand_argument_vars: bool,
             pub stdin: Option<String>,
             /// Extra environment for command/shell.
             #[serde(default)]

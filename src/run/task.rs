@@ -318,6 +318,7 @@ impl Job {
                 unless: shown(&step.def.unless)?,
                 chdir: shown(&step.def.chdir)?,
                 executable: render(&step.def.executable)?,
+                expand_vars: step.def.expand_argument_vars,
                 stdin: render(&step.def.stdin)?,
                 environment: step
                     .def

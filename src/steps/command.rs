@@ -63,8 +63,21 @@ impl Kind for CommandArgs {
         if argv.is_empty() {
             return Outcome::failed("empty command");
         }
-        let line = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-        let mut o = run_line(cx, format!("exec {line}"), g).await;
+        let line = if g.expand_vars {
+            let mut refs = Vec::new();
+            let words: Vec<String> = argv.iter().map(|w| expanded_word(w, &mut refs)).collect();
+            let prelude: String = refs
+                .iter()
+                .enumerate()
+                .map(|(i, (name, raw))| {
+                    format!("if [ \"${{{name}+x}}\" = x ]; then __copctl_x{i}=${name}; else __copctl_x{i}={}; fi; ", shell_quote(raw))
+                })
+                .collect();
+            format!("{prelude}exec {}", words.join(" "))
+        } else {
+            format!("exec {}", argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))
+        };
+        let mut o = run_line(cx, line, g).await;
         if let Some(e) = &g.executable {
             // Ansible's words: command runs no shell, so it has none to change.
             o.warnings.push(format!(
@@ -75,6 +88,49 @@ impl Kind for CommandArgs {
     }
 }
 
+/// One argument as the host's shell gives it with what Ansible's command expands
+/// (`expand_argument_vars`, Python's `expandvars` then `expanduser`): `$NAME` and `${NAME}` of
+/// the command's environment (left as written where unset), and a leading `~` or `~user`; the
+/// rest quoted. Each variable read is a `(name, as written)` in `refs`, set before the command.
+fn expanded_word(w: &str, refs: &mut Vec<(String, String)>) -> String {
+    static VAR: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\$(\w+|\{[^}]*\})").expect("a valid pattern"));
+    let is_name = |n: &str| {
+        n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let (tilde, rest) = match w.strip_prefix('~') {
+        Some(after) => {
+            let user = after.split('/').next().unwrap_or_default();
+            if user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+                w.split_at(1 + user.len())
+            } else {
+                ("", w)
+            }
+        }
+        None => ("", w),
+    };
+    let mut out = tilde.to_string();
+    let mut last = 0;
+    for m in VAR.find_iter(rest) {
+        let raw = m.as_str();
+        let name = raw[1..].trim_start_matches('{').trim_end_matches('}');
+        if !is_name(name) {
+            continue;
+        }
+        if m.start() > last {
+            out.push_str(&shell_quote(&rest[last..m.start()]));
+        }
+        out.push_str(&format!("\"$__copctl_x{}\"", refs.len()));
+        refs.push((name.to_string(), raw.to_string()));
+        last = m.end();
+    }
+    if last < rest.len() || out.is_empty() {
+        out.push_str(&shell_quote(&rest[last..]));
+    }
+    out
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Guards {
     pub creates: Option<String>,
@@ -82,6 +138,8 @@ pub struct Guards {
     pub unless: Option<String>,
     pub chdir: Option<String>,
     pub executable: Option<String>,
+    /// A command's arguments expand `$VAR`, `${VAR}` and a leading `~` on the host.
+    pub expand_vars: bool,
     pub stdin: Option<String>,
     pub environment: Vec<(String, String)>,
 }

@@ -338,6 +338,9 @@ impl Outcome {
             m.entry(k).or_insert(json!(""));
         }
         m.entry("rc").or_insert(json!(0));
+        if !self.warnings.is_empty() {
+            m.entry("warnings").or_insert(json!(self.warnings));
+        }
         Value::Object(m)
     }
 }

@@ -441,38 +441,76 @@ pub fn translate(
             for k in ["chdir", "creates", "removes", "executable"] {
                 put(&mut fields, k, a.text(&[k]));
             }
-            // Ansible ends stdin with a newline (stdin_add_newline, default true).
-            put(&mut fields, "stdin", a.text(&["stdin"]).map(|s| format!("{s}\n")));
-            a.default_only("stdin_add_newline", json!(true), "copctl's stdin is given with its newline");
+            // Ansible ends stdin with a newline unless stdin_add_newline is false.
+            let newline = a.bool_literal(&["stdin_add_newline"]).unwrap_or(true);
+            if name == "command" && a.bool_literal(&["expand_argument_vars"]).unwrap_or(true) {
+                fields.insert("expand_argument_vars".into(), json!(true));
+            }
+            if name == "shell" {
+                // A shell line is the shell's to expand: the module's own expansion (of an
+                // argument list) never applies to it, whatever this says.
+                a.bool_literal(&["expand_argument_vars"]);
+            }
+            put(&mut fields, "stdin", a.text(&["stdin"]).map(|s| if newline { format!("{s}\n") } else { s }));
             let cmd = a.text(&["cmd"]);
             let argv = a.value(&["argv"]);
             let raw = a.take_raw();
             let takes: &[&str] = if name == "command" {
-                &["cmd", "argv", "chdir", "creates", "removes", "stdin", "executable"]
+                &[
+                    "cmd",
+                    "argv",
+                    "chdir",
+                    "creates",
+                    "removes",
+                    "stdin",
+                    "stdin_add_newline",
+                    "executable",
+                    "expand_argument_vars",
+                ]
             } else {
-                &["cmd", "chdir", "creates", "removes", "stdin", "executable"]
+                &[
+                    "cmd",
+                    "chdir",
+                    "creates",
+                    "removes",
+                    "stdin",
+                    "stdin_add_newline",
+                    "executable",
+                    "expand_argument_vars",
+                ]
             };
+            // A command missing or given twice fails the task on each host, as the module's
+            // argument checks do (with its words): refused unless the task may fail.
+            let mut fails = None;
             let line = match (raw, cmd, argv) {
                 (Some((r, ..)), None, None) => Some(Value::String(r)),
                 (None, Some(c), None) => Some(Value::String(c)),
                 (None, None, Some(Value::Array(v))) if name == "command" => Some(Value::Array(v)),
                 (None, None, None) => {
-                    a.missing("the command (free form, cmd or argv)");
+                    fails = Some((
+                        "one of the following is required: _raw_params, cmd, argv".to_string(),
+                        format!("{name}: the command (free form, cmd or argv) is required"),
+                    ));
                     None
                 }
                 _ => {
-                    let (l, c) = a.at;
-                    a.p.add(l, c, format!("{name}: give the command once (free form, cmd or argv)"), "here", None);
+                    fails = Some((
+                        "parameters are mutually exclusive: _raw_params|cmd|argv".to_string(),
+                        format!("{name}: give the command once (free form, cmd or argv)"),
+                    ));
                     None
                 }
             };
             a.finish(takes);
-            let line = line?;
+            let Some(line) = line else {
+                return Some(Translated { kind: Some("command"), args: json!(["true"]), fields, fails });
+            };
             if name == "shell" {
                 return Some(Translated { kind: Some("shell"), args: line, fields, fails: None });
             }
             // `command` runs no shell: the words are split as Ansible splits them (shlex), each
-            // passed as one argument, so `$HOME` or `>` mean themselves as in Ansible.
+            // passed as one argument, so `>` or `|` mean themselves as in Ansible (`$HOME` and a
+            // leading `~` are expanded on the host, as its expand_argument_vars does).
             let argv: Vec<Value> = match line {
                 Value::Array(v) => v,
                 Value::String(s) if !s.contains("{{") && !s.contains("{%") => match shlex::split(&s) {
