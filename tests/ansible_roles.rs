@@ -92,6 +92,20 @@ fn files_included_by_a_name_each_host_renders_end_as_ansible_leaves_them() {
     }
 }
 
+/// include_tasks' `apply` (keywords for the included tasks, under args too), with and without
+/// `--tags`: the same files and recap as Ansible's.
+#[test]
+fn applied_keywords_of_an_include_end_as_ansible_leaves_them() {
+    for args in [&["applied.yml", "--tags", "applied"][..], &["applied.yml", "--tags", "second"], &["applied.yml"]] {
+        let (theirs, ours) = (site(2), site(2));
+        let (a, b) = (ansible_run(&theirs, args), copctl_run(&ours, args));
+        eprintln!("{args:?}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert_eq!(diff(&sa, &sb), "", "{args:?}: the hosts' files differ");
+        assert_eq!(a, b, "{args:?}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+}
+
 /// `--tags` through roles (a role's tags reach its tasks and its dependencies'), imports (their
 /// tags reach the imported tasks) and includes (their tags are their own).
 #[test]

@@ -37,8 +37,59 @@ fn short(key: &str) -> &str {
     key.rsplit('.').next().unwrap_or(key)
 }
 
-/// One include entry → the steps of the file (or role) it names.
+/// One include entry → the steps of the file (or role) it names; an `include_tasks`'s `apply`
+/// keywords on each of the file's tasks (not on the include itself, as Ansible applies them).
 pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
+    let start = out.len();
+    let Some(map) = node.as_map() else { return };
+    let Some((key, value)) = map.iter().find(|(k, _)| KEYS.contains(&k.name.as_str())) else { return };
+    let args = map.iter().find(|(k, _)| k.name == "args").and_then(|(_, v)| v.as_map()).unwrap_or_default();
+    let apply = value.as_map().unwrap_or_default().iter().chain(args).find(|(k, _)| k.name == "apply");
+    let applied = match apply {
+        Some((k, v)) if short(&key.name) == "include_tasks" => {
+            let mut applied = Inherit::default();
+            match v.as_map() {
+                Some(m) => {
+                    for (ak, av) in m {
+                        if applied.keyword(f, ak, av).is_none() {
+                            f.p.add_key(
+                                ak,
+                                format!("apply: '{}' is not supported yet", ak.name),
+                                Some(
+                                    "apply takes: when, tags, become, become_user, check_mode, environment, vars"
+                                        .into(),
+                                ),
+                            );
+                        }
+                    }
+                }
+                None => f.p.add_key(k, format!("apply: a mapping of task keywords, not {}", v.what()), None),
+            }
+            Some(applied)
+        }
+        Some((k, _)) => {
+            f.p.add_key(k, format!("{}: apply is not supported yet", short(&key.name)), None);
+            return;
+        }
+        None => None,
+    };
+    include_inner(f, node, handler, out);
+    let Some(applied) = applied else { return };
+    // The include's own steps (one per item of a loop) are those no step of it includes.
+    let ids: Vec<usize> = out[start..].iter().filter_map(|s| s.include).collect();
+    let tags = applied.tags.clone();
+    let keywords = Inherit { tags: Vec::new(), ..applied };
+    for s in out[start..].iter_mut().filter(|s| s.include.is_none() || s.within.iter().any(|w| ids.contains(w))) {
+        keywords.apply(std::slice::from_mut(s));
+        if !tags.is_empty() {
+            let mut all = s.def.tags.take().map(|t| t.to_vec()).unwrap_or_default();
+            all.extend(tags.iter().filter(|t| !all.contains(t)).cloned().collect::<Vec<_>>());
+            s.def.tags = Some(crate::playbook::OneOrMany::Many(all));
+        }
+    }
+}
+
+fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let Some(map) = node.as_map() else { return };
     let Some((key, value)) = map.iter().find(|(k, _)| KEYS.contains(&k.name.as_str())) else { return };
     let kind = short(&key.name);
@@ -65,7 +116,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             for (k, v) in m {
                 match k.name.as_str() {
                     "file" => take_file(f, v),
-                    "apply" => f.p.add_key(k, format!("{kind}: apply is not supported yet"), None),
+                    "apply" => {}
                     _ => f.p.add_key(
                         k,
                         format!("{kind}: unknown argument '{}'", k.name),
@@ -86,6 +137,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                     for (ak, av) in m {
                         if ak.name == "file" {
                             take_file(f, av)
+                        } else if ak.name == "apply" {
                         } else {
                             f.p.add_key(ak, format!("{kind}: unknown argument '{}'", ak.name), None)
                         }
