@@ -228,10 +228,10 @@ fn a_plays_remote_user_is_the_login_where_the_inventory_names_none() {
     site.test().args(["run", "login.yml"]).run();
     assert_eq!(std::fs::read_to_string(site.lab().path(0, "/home/deploy/who")).unwrap(), "deploy\n");
     assert_eq!(owner_and_mode(&site, "/home/deploy/who").0, SUDO_UID);
-    // The play's become_user: every task's, where it names none.
+    // The play's become_user (a template, rendered per host): every task's, where it names none.
     site.write(
         "as.yml",
-        "- hosts: lab\n  remote_user: deploy\n  become: true\n  become_user: nobody\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - copy: {content: \"{{ who.stdout }}\\n\", dest: /root/who}\n      become_user: root\n",
+        "- hosts: lab\n  remote_user: deploy\n  become: true\n  become_user: \"{{ runner }}\"\n  vars:\n    runner: nobody\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - copy: {content: \"{{ who.stdout }}\\n\", dest: /root/who}\n      become_user: root\n",
     );
     site.test().args(["run", "as.yml"]).run();
     assert_eq!(std::fs::read_to_string(site.lab().path(0, "/root/who")).unwrap(), "nobody\n");

@@ -339,7 +339,11 @@ impl Job {
         let env: &[(String, String)] = if kind == "command" || kind == "shell" { &[] } else { &guards.environment };
         // The task's `become`, else its play's; where neither says, the host's own rule.
         let r#become = step.def.r#become.or(self.plan.play(&self.plan.graph[self.node]).r#become);
-        let become_user = step.def.become_user.as_deref();
+        let become_user = match render(&step.def.become_user) {
+            Ok(u) => u,
+            Err(e) => return Outcome::failed(format!("become_user: {e}")),
+        };
+        let become_user = become_user.as_deref();
         let step_conn;
         let conn = if r#become.is_some() || become_user.is_some() || !env.is_empty() {
             step_conn = conn.for_step(r#become, become_user, env);

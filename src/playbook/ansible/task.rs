@@ -182,13 +182,9 @@ pub(super) fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Opt
 
 /// `become_user`: a user named literally (the step's connection is chosen before templates
 /// render for it).
+/// `become_user`: a name, or a template rendered for each host when the task runs.
 pub(super) fn become_user(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
-    let u = text(f, k, v)?;
-    if u.contains("{{") || u.contains("{%") {
-        f.p.add_key(k, "become_user from a template is not supported yet".into(), Some("name the user".into()));
-        return None;
-    }
-    Some(u)
+    text(f, k, v)
 }
 
 /// A mapping of variables.
