@@ -132,6 +132,7 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
             continue;
         }
         match k.name.as_str() {
+            "delegate_to" if kind == "import_tasks" => inherit.delegate_to = super::task::text(f, k, v),
             "args" => match v.as_map() {
                 Some(m) => {
                     for (ak, av) in m {

@@ -235,6 +235,7 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
             "when" | "tags" | "become" => {
                 spec.keywords.keyword(f, k, v);
             }
+            "delegate_to" if kind == "import_role" => spec.keywords.delegate_to = super::task::text(f, k, v),
             "vars" => {
                 spec.vars.keyword(f, k, v);
             }

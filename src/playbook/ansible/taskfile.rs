@@ -22,6 +22,8 @@ pub struct Inherit {
     /// parent include or import).
     pub check_mode: Option<bool>,
     pub become_user: Option<String>,
+    /// An import's `delegate_to`, for each task that sets none.
+    pub delegate_to: Option<String>,
     /// Under each task's own `environment`.
     pub environment: Vec<(String, String)>,
     /// Below each task's own `vars`.
@@ -122,6 +124,9 @@ impl Inherit {
             }
             if s.def.become_user.is_none() {
                 s.def.become_user = self.become_user.clone();
+            }
+            if s.def.delegate_to.is_none() {
+                s.def.delegate_to = self.delegate_to.clone();
             }
             for (k, v) in &self.environment {
                 s.def.environment.entry(k.clone()).or_insert_with(|| v.clone());
