@@ -216,6 +216,12 @@ fn includes_from_the_plays_vars_and_skipped_includes_count_as_ansible_counts_the
       when: false
     - name: the old action form
       action: debug msg="{{ which }}"
+    - name: a local_action, on the controller
+      local_action: command echo local
+      register: local
+      changed_when: false
+    - assert:
+        that: local.stdout == 'local'
     - import_tasks: kn.yml
       check_mode: true
     - include_tasks: nowhere.yml

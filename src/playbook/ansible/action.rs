@@ -1,6 +1,7 @@
 //! The old `action:` task keyword (`action: copy src=a dest=b`, or `action: {module: copy,
 //! src: a}`): Ansible reads it as the module written as the task's key, so the task is
 //! rewritten into that form before anything else looks at it (an include or a module alike).
+//! `local_action:` is the same with `delegate_to: localhost`.
 
 use serde_json::Value;
 
@@ -11,9 +12,14 @@ use super::node::{Key, Kind, Node};
 /// problem, reported).
 pub fn normalize(f: &mut Front, node: &Node) -> Option<Node> {
     let m = node.as_map()?;
-    let (at, (k, v)) = m.iter().enumerate().find(|(_, (k, _))| k.name == "action")?;
-    if let Some((other, _)) = m.iter().find(|(o, _)| o.name != "action" && is_module_key(&o.name)) {
-        f.p.add_key(other, format!("a task names its module once: action and '{}'", other.name), None);
+    let (at, (k, v)) = m.iter().enumerate().find(|(_, (k, _))| k.name == "action" || k.name == "local_action")?;
+    let local = k.name == "local_action";
+    if let Some((other, _)) = m.iter().find(|(o, _)| o.name != k.name && is_module_key(&o.name)) {
+        f.p.add_key(other, format!("a task names its module once: {} and '{}'", k.name, other.name), None);
+        return None;
+    }
+    if local && let Some((d, _)) = m.iter().find(|(o, _)| o.name == "delegate_to") {
+        f.p.add_key(d, "local_action runs on the controller: delegate_to is not for it".into(), None);
         return None;
     }
     let (module, args) = match &v.kind {
@@ -26,7 +32,7 @@ pub fn normalize(f: &mut Front, node: &Node) -> Option<Node> {
         }
         Kind::Map(items) => {
             let Some((_, name)) = items.iter().find(|(k, _)| k.name == "module") else {
-                f.p.add_key(k, "action: which module? write module: NAME".into(), None);
+                f.p.add_key(k, format!("{}: which module? write module: NAME", k.name), None);
                 return None;
             };
             let Some(name) = name.as_str() else {
@@ -44,13 +50,17 @@ pub fn normalize(f: &mut Front, node: &Node) -> Option<Node> {
     if module.is_empty() || module.contains("{{") || module.contains("{%") {
         f.p.add_key(
             k,
-            format!("action: a templated module ('{module}') is not supported"),
+            format!("{}: a templated module ('{module}') is not supported", k.name),
             Some("copctl reads every task when the playbook is loaded: name the module".into()),
         );
         return None;
     }
     let mut out = m.to_vec();
     out[at] = (Key { name: module, line: k.line, column: k.column }, args);
+    if local {
+        let localhost = Node { line: k.line, column: k.column, kind: Kind::Scalar(Value::String("localhost".into())) };
+        out.push((Key { name: "delegate_to".into(), line: k.line, column: k.column }, localhost));
+    }
     Some(Node { line: node.line, column: node.column, kind: Kind::Map(out) })
 }
 

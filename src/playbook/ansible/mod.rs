@@ -220,7 +220,7 @@ pub fn is_list_of_plays(text: &str) -> bool {
 /// to the steps they hold, anything else is one task.
 pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let rewritten;
-    let node = if node.as_map().is_some_and(|m| m.iter().any(|(k, _)| k.name == "action")) {
+    let node = if node.as_map().is_some_and(|m| m.iter().any(|(k, _)| k.name == "action" || k.name == "local_action")) {
         match action::normalize(f, node) {
             Some(n) => {
                 rewritten = n;

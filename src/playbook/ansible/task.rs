@@ -64,7 +64,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("become_flags", ""),
     ("become_exe", ""),
     ("ignore_unreachable", ""),
-    ("local_action", ""),
     ("with_lines", ""),
     ("with_indexed_items", ""),
     ("with_random_choice", ""),
