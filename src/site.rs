@@ -277,7 +277,10 @@ impl HostVarLookup for SiteLookup {
     }
 
     fn vars_of(&self, host: &str) -> Option<Value> {
-        self.inventory.hosts.get(host)?;
+        // Ansible's implicit localhost is always there for hostvars, as it makes it on demand.
+        if !self.inventory.hosts.contains_key(host) && !crate::plan::is_implicit_localhost(host) {
+            return None;
+        }
         let empty = IndexMap::new();
         let reg: &IndexMap<String, Value> = match &self.registered {
             Registered::Same(r) => r,

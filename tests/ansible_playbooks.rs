@@ -97,6 +97,16 @@ fn a_result_read_through_hostvars_later_in_the_play_ends_as_ansible_leaves_it() 
     same_as_ansible("tokens.yml");
 }
 
+/// A play on the implicit localhost (the bastion), whose result the lab hosts read.
+#[test]
+fn a_play_on_the_implicit_localhost_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "localhost.yml");
+    let made = |s: &Site| std::fs::read_to_string(s.path("made-on-bastion")).unwrap();
+    assert_eq!(made(&ours), made(&theirs));
+    assert_eq!(made(&ours), "from the bastion [] localhost False\n");
+}
+
 #[test]
 fn facts_are_what_ansible_gathers() {
     same_as_ansible("facts.yml");

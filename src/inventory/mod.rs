@@ -290,10 +290,11 @@ impl Inventory {
         out
     }
 
-    /// Every group the host belongs to, directly or through children, `all` included.
+    /// Every group the host belongs to, directly or through children, `all` included (only
+    /// `all` for Ansible's implicit localhost, which the inventory does not list).
     pub fn host_groups(&self, host: &str) -> IndexSet<String> {
         let mut out = IndexSet::new();
-        for g in &self.hosts[host].groups {
+        for g in self.hosts.get(host).iter().flat_map(|h| &h.groups) {
             out.insert(g.clone());
             out.extend(self.ancestors(g));
         }
@@ -353,7 +354,9 @@ impl Inventory {
                 }
             }
         }
-        out.push(Layer { tier: usize::MAX, group: None, vars: &self.hosts[host].vars, files: None });
+        if let Some(h) = self.hosts.get(host) {
+            out.push(Layer { tier: usize::MAX, group: None, vars: &h.vars, files: None });
+        }
         for d in &dirs {
             if let Some(l) = d.hosts.get(host) {
                 out.push(Layer { tier: usize::MAX, group: None, vars: &l.vars, files: Some(l) });

@@ -220,15 +220,31 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
                     Some("an empty pattern would select every host: set the variable (-e name=value)".into()),
                 ));
             }
-            check_pattern_names(site, pb, play, &pattern)?;
-            let full = inv.select(&pattern, None)?;
+            // Ansible's implicit localhost: a play on `localhost` where the inventory has no such
+            // host runs on the bastion (a local connection, the `all` group's variables), and
+            // never under a `--limit`, which names inventory hosts only.
+            let implicit = is_implicit_localhost(pattern.trim()) && !inv.hosts.contains_key(pattern.trim());
+            let full = if implicit {
+                vec![pattern.trim().to_string()]
+            } else {
+                check_pattern_names(site, pb, play, &pattern)?;
+                inv.select(&pattern, None)?
+            };
             if full.is_empty() {
                 warnings.push(format!("{}: play '{}': hosts '{pattern}' matches no host; skipped", pb.name, play.name));
             }
             let inside: Vec<String> = match &limit_set {
+                Some(_) if implicit => {
+                    warnings.push(format!(
+                        "{}: play '{}': hosts '{pattern}' is the bastion itself, which --limit leaves out; skipped",
+                        pb.name, play.name
+                    ));
+                    Vec::new()
+                }
                 Some(l) => full.iter().filter(|h| l.contains(*h)).cloned().collect(),
                 None => full.clone(),
             };
+            let full = if implicit && limit_set.is_some() { Vec::new() } else { full };
             // Only reads of another host's results (through hostvars) can need a host outside
             // the limit; a host's own registered results come from its own steps.
             if !inside.is_empty() {
