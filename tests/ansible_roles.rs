@@ -106,6 +106,21 @@ fn applied_keywords_of_an_include_end_as_ansible_leaves_them() {
     }
 }
 
+/// include_tasks over a loop from the inventory's group_vars and host_vars (a different number
+/// of items per host, none on one): the same files and recap as Ansible's.
+#[test]
+fn includes_over_the_inventorys_lists_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, &["byhost.yml"]), copctl_run(&ours, &["byhost.yml"]));
+        eprintln!("byhost.yml {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert!(sb.contains_key("lab-1:/opt/app/accounts/c"), "lab-1's third account: {sb:?}");
+        assert_eq!(diff(&sa, &sb), "", "byhost.yml {run}: the hosts' files differ");
+        assert_eq!(a, b, "byhost.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+}
+
 /// `--tags` through roles (a role's tags reach its tasks and its dependencies'), imports (their
 /// tags reach the imported tasks) and includes (their tags are their own).
 #[test]

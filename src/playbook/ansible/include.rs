@@ -169,9 +169,21 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     // anything else runs never where the include's `when` is a literal false (Ansible then skips
     // the include without its loop); anything else is a dynamic include.
     let mut skipped_whole = false;
+    // A loop the inventory decides (its group_vars, host_vars): its most items on any host.
+    let mut by_host: Option<(&Key, String, usize)> = None;
     if let Some((k, v)) = templated_loop {
         let scope: Map<String, Value> = inherit.vars.clone();
-        let known = v.as_str().and_then(|t| known::with(f, scope, |f| known::items(f, t, (v.line, v.column))));
+        let known = v.as_str().and_then(|t| known::with(f, scope.clone(), |f| known::items(f, t, (v.line, v.column))));
+        let expr = v.as_str().and_then(super::task::lone_expression).map(|e| match k.name.as_str() {
+            "with_items" => format!("({e}) | with_items_flatten"),
+            _ => format!("({e})"),
+        });
+        let most = match (&known, &expr) {
+            (None, Some(e)) if !handler && matches!(k.name.as_str(), "loop" | "with_items") => {
+                known::with(f, scope, |f| known::most_items_on_hosts(f, e))
+            }
+            _ => None,
+        };
         match known {
             Some(items) if looped.is_none() => {
                 let items = if k.name == "with_items" { flatten_once(items) } else { items };
@@ -179,6 +191,9 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
             }
             Some(_) => f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None),
             None if inherit.when.iter().any(|w| w.trim() == "false") => skipped_whole = true,
+            None if looped.is_none() && most.is_some() => {
+                by_host = Some((k, expr.unwrap_or_default(), most.unwrap_or_default()));
+            }
             None => f.p.add_key(
                 k,
                 format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
@@ -244,6 +259,22 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
     let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
+    if let Some((lk, expr, most)) = by_host {
+        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+            return;
+        }
+        return looped_by_host(
+            f,
+            node,
+            key,
+            (lk, &expr, most),
+            control.as_ref(),
+            inherit,
+            (&path, line, column),
+            place,
+            out,
+        );
+    }
     if let Some((lk, Value::Array(items))) = looped {
         if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
             return;
@@ -368,6 +399,83 @@ fn looped_include(
             s.def.vars.extend(vars);
         }
     }
+}
+
+/// `include_tasks` over a loop the inventory decides (`expr`, at most `most` items on a host):
+/// the file read `most` times, copy `i` behind a gate that lets it in where the loop has more
+/// than `i` items, with `item` the loop's `i`th when it runs; where the loop is empty, the
+/// include is skipped once, as Ansible's is. Gates are neither shown nor counted (chosen.rs).
+#[allow(clippy::too_many_arguments)]
+fn looped_by_host(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    (lk, expr, most): (&Key, &str, usize),
+    control: Option<&Value>,
+    inherit: Inherit,
+    (path, line, column): (&Path, usize, usize),
+    place: Place,
+    out: &mut Vec<Step>,
+) {
+    let text = |k: &str| control.and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string);
+    let var = text("loop_var").unwrap_or_else(|| "item".into());
+    let index_var = text("index_var");
+    if control.is_some_and(|c| c.get("extended").is_some() || c.get("pause").is_some()) {
+        f.p.add_key(
+            lk,
+            "include_tasks: loop_control extended or pause over a loop the inventory decides is not supported yet"
+                .into(),
+            None,
+        );
+        return;
+    }
+    let gate = |f: &mut Front, when: String, name: String, from: usize, out: &mut Vec<Step>| {
+        let def = serde_json::from_value(json!({"name": name, "when": [when], "assert": {"that": ["true"]}}))
+            .expect("a valid assert step");
+        match crate::playbook::validate_step(&f.p.source, def, line, column, false) {
+            Ok(mut g) => {
+                let id = f.next_include;
+                f.next_include += 1;
+                g.gate = true;
+                g.include = Some(id);
+                for s in &mut out[from..] {
+                    s.within.push(id);
+                }
+                out.insert(from, g);
+            }
+            Err(e) => f.p.errors.push(e),
+        }
+    };
+    for index in 0..most {
+        let mut vars = Map::new();
+        vars.insert(var.clone(), json!(format!("{{{{ ({expr})[{index}] }}}}")));
+        vars.insert("ansible_loop_var".into(), json!(var));
+        if let Some(iv) = &index_var {
+            vars.insert(iv.clone(), json!(index));
+            vars.insert("ansible_index_var".into(), json!(iv));
+        }
+        let mut each = inherit.clone();
+        each.params.extend(vars.clone());
+        let from = out.len();
+        f.include_tags.push(inherit.tags.clone());
+        tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
+        f.include_tags.pop();
+        dynamic(f, node, key, each, from, out);
+        if let Some(s) = out.get_mut(from) {
+            s.def.vars.extend(vars);
+        }
+        // The gate's condition on each step too: never read when it runs (the gate passes the
+        // steps over first), but the plan then checks them only on hosts with such an item.
+        let cond = format!("({expr}) | length > {index}");
+        Inherit { when: vec![cond.clone()], ..Inherit::default() }.apply(&mut out[from..]);
+        gate(f, cond, format!("include_tasks: item {index}, where there is one"), from, out);
+    }
+    // An empty loop: the include skipped once.
+    let from = out.len();
+    let mut skipped = inherit.clone();
+    skipped.when.push("false".into());
+    dynamic(f, node, key, skipped, from, out);
+    gate(f, format!("({expr}) | length == 0"), "include_tasks: no items".into(), from, out);
 }
 
 /// `with_items`' items: each list among them spread into the others, as Ansible flattens them.

@@ -104,3 +104,30 @@ pub fn with<T>(f: &mut Front, vars: Map<String, Value>, body: impl FnOnce(&mut F
     f.scope.pop();
     r
 }
+
+/// The most items the loop `expr` gives on any host of the inventory, rendered with that host's
+/// inventory variables under the play's (as Ansible layers them), its name, `groups` and
+/// `group_names`; `None` where no host can render it now (facts, registered results) or the
+/// site's inventory is not known.
+pub fn most_items_on_hosts(f: &mut Front, expr: &str) -> Option<usize> {
+    let inv = f.inventory.clone()?;
+    let play = scope(f);
+    let templates = f.templates.get_or_insert_with(|| crate::template::Templates::new(None));
+    let groups: Map<String, Value> = inv.groups.keys().map(|g| (g.clone(), Value::from(inv.group_hosts(g)))).collect();
+    let mut most: Option<usize> = None;
+    for h in inv.hosts.keys() {
+        let mut vars = inv.host_vars(h);
+        vars.extend(play.iter().map(|(k, v)| (k.clone(), v.clone())));
+        vars.insert("inventory_hostname".into(), Value::from(h.as_str()));
+        vars.insert("groups".into(), Value::Object(groups.clone()));
+        vars.insert("group_names".into(), Value::from(inv.group_names(h)));
+        let ctx = templates.context(&vars);
+        let Ok(v) = templates.eval(expr, &ctx) else { continue };
+        if v.kind() == minijinja::value::ValueKind::Seq
+            && let Some(n) = v.len()
+        {
+            most = Some(most.map_or(n, |m| m.max(n)));
+        }
+    }
+    most
+}
