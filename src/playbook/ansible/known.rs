@@ -106,7 +106,7 @@ pub fn with<T>(f: &mut Front, vars: Map<String, Value>, body: impl FnOnce(&mut F
 }
 
 /// The most items the loop `expr` gives on any host of the inventory, rendered with that host's
-/// inventory variables under the play's (as Ansible layers them), its name, `groups` and
+/// inventory variables over the roles' defaults and under the play's (as Ansible layers them), its name, `groups` and
 /// `group_names`; `None` where no host can render it now (facts, registered results) or the
 /// site's inventory is not known.
 pub fn most_items_on_hosts(f: &mut Front, expr: &str) -> Option<usize> {
@@ -116,7 +116,9 @@ pub fn most_items_on_hosts(f: &mut Front, expr: &str) -> Option<usize> {
     let groups: Map<String, Value> = inv.groups.keys().map(|g| (g.clone(), Value::from(inv.group_hosts(g)))).collect();
     let mut most: Option<usize> = None;
     for h in inv.hosts.keys() {
-        let mut vars = inv.host_vars(h);
+        // The roles' defaults under the inventory's, under the play's.
+        let mut vars = f.defaults.clone();
+        vars.extend(inv.host_vars(h));
         vars.extend(play.iter().map(|(k, v)| (k.clone(), v.clone())));
         vars.insert("inventory_hostname".into(), Value::from(h.as_str()));
         vars.insert("groups".into(), Value::Object(groups.clone()));
