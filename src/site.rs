@@ -85,6 +85,7 @@ impl Site {
         let extra = parse_extra_vars_vaulted(&opts.extra_vars, vault)?;
         let inventory_secrets = inventory.secret_var_names();
         let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
+        site.playbooks.vault = Some(opts.vault.clone());
         site.secret_names.add(inventory_secrets);
         site.secret_names.add(extra.secret_names);
         Ok(site)
@@ -103,7 +104,7 @@ impl Site {
             inventory: inventory.clone(),
             env,
             extra,
-            playbooks: PlaybookSource { override_dir: playbook_dir, inventory: Some(inventory) },
+            playbooks: PlaybookSource { override_dir: playbook_dir, inventory: Some(inventory), vault: None },
             templates: Templates::new(template_dir).with_secret_names(secret_names.clone()),
             secret_names,
             groups: OnceLock::new(),
@@ -111,6 +112,30 @@ impl Site {
             layers_cache: Mutex::default(),
             host_vars_cache: Mutex::default(),
         }
+    }
+
+    /// Variables that are secrets from now on (those of a playbook's vault-encrypted files),
+    /// for masking and for templates' secret reads alike.
+    pub fn add_secret_names(&mut self, names: Vec<String>) {
+        if names.is_empty() {
+            return;
+        }
+        self.secret_names.add(names);
+        self.templates.set_secret_names(self.secret_names.clone());
+    }
+
+    /// Secret values of the site (env.yaml, every host's variables, extra vars) and of
+    /// `playbooks`' variables, for masking what a command prints.
+    pub fn redactor_with(&self, playbooks: &[crate::playbook::Playbook]) -> Redactor {
+        let mut r = self.redactor();
+        let mut values = Vec::new();
+        for pb in playbooks.iter().filter(|p| !p.secret_vars.is_empty()) {
+            let vars = pb.plays.iter().flat_map(|p| p.vars.iter()).chain(pb.vars.iter());
+            let v = Value::Object(vars.map(|(k, v)| (k.clone(), v.clone())).collect());
+            self.secret_names.collect_values(&v, &mut values);
+        }
+        r.learn(values);
+        r
     }
 
     /// Secret values of the site (env.yaml, every host's variables, extra vars), for masking

@@ -18,7 +18,7 @@ pub fn playbook_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
     let inv = inventory_path();
     // As the site finds them: playbooks/ in the inventory's directory.
     let dir = Some(inv.parent().unwrap_or(std::path::Path::new(".")).join("playbooks")).filter(|d| d.is_dir());
-    let source = crate::playbook::PlaybookSource { override_dir: dir, inventory: None };
+    let source = crate::playbook::PlaybookSource { override_dir: dir, inventory: None, vault: None };
     let current = current.to_string_lossy();
     source.names().into_iter().filter(|n| n.starts_with(current.as_ref())).map(CompletionCandidate::new).collect()
 }

@@ -237,6 +237,8 @@ pub struct Playbook {
     /// What loading found that only matters on some hosts (a file an include may pick that
     /// copctl cannot run): `validate` and `plan` print it.
     pub warnings: Vec<String>,
+    /// Variables read from vault-encrypted files (an Ansible play's `vars_files`): secrets.
+    pub secret_vars: Vec<String>,
 }
 
 /// Where playbooks come from: an override directory first, then the embedded ones.
@@ -246,6 +248,8 @@ pub struct PlaybookSource {
     /// The site's inventory: an Ansible playbook's include named by a host variable reads the
     /// files its hosts' values name.
     pub inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
+    /// The command's vault secrets, for an Ansible playbook's vault-encrypted `vars_files`.
+    pub vault: Option<std::sync::Arc<crate::vault::Vault>>,
 }
 
 impl PlaybookSource {
@@ -281,7 +285,7 @@ impl PlaybookSource {
                         );
                     }
                     let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
-                    return ansible::parse(&stem, source, &dir, self.inventory.clone());
+                    return ansible::parse(&stem, source, &dir, self.inventory.clone(), self.vault.clone());
                 }
                 return Playbook::parse_with(&stem, source, &|p| self.step_list(Some(&dir), p));
             }
@@ -309,7 +313,7 @@ impl PlaybookSource {
                     let source = crate::error::read_source(&p)?;
                     // A site's Ansible playbook kept among its copctl ones runs by its name too.
                     if ansible::is_list_of_plays(&source.text) {
-                        return ansible::parse(name, source, dir, self.inventory.clone());
+                        return ansible::parse(name, source, dir, self.inventory.clone(), self.vault.clone());
                     }
                     return Playbook::parse_with(name, source, &|p| self.step_list(None, p));
                 }
@@ -478,6 +482,7 @@ impl Playbook {
             handlers,
             load_time: Vec::new(),
             warnings: Vec::new(),
+            secret_vars: Vec::new(),
         };
         pb.check_references()?;
         Ok(pb)

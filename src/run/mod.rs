@@ -938,9 +938,13 @@ pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunRequest) -> Result<i32> 
     if let Some(name) = &opts.start_at {
         check_start_at(&plan, name)?;
     }
+    let mut site = site;
+    for pb in &plan.playbooks {
+        site.add_secret_names(pb.secret_vars.clone());
+    }
+    let redactor = site.redactor_with(&plan.playbooks);
     let site = Arc::new(site);
     let plan = Arc::new(plan);
-    let redactor = site.redactor();
     let total = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count() as u64;
     let mut reporter = Reporter::new(opts.output, opts.verbose, opts.diff, redactor.clone(), total);
     let id = chrono::Local::now().format("%Y%m%d-%H%M%S-%3f").to_string();

@@ -188,6 +188,11 @@ impl Templates {
 
     /// The site's secret names (`secret_vars` of env.yaml on top of the naming rule), which the
     /// contexts made from here track.
+    /// The variables whose values are secrets, for the secret reads of what renders.
+    pub fn set_secret_names(&mut self, names: SecretNames) {
+        self.secret_names = names;
+    }
+
     pub fn with_secret_names(mut self, names: SecretNames) -> Self {
         self.secret_names = names;
         self

@@ -120,6 +120,10 @@ pub(crate) struct Front {
     /// The site's inventory, where the playbook is loaded for one: what a variable can be on
     /// its hosts (an include named by a host variable, chosen.rs).
     inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
+    /// The command's vault secrets (vault-encrypted `vars_files`), read when first needed.
+    vault: Option<std::sync::Arc<crate::vault::Vault>>,
+    /// `Playbook::secret_vars`.
+    secret_vars: Vec<String>,
 }
 
 /// Where the task being read sits.
@@ -255,6 +259,7 @@ pub fn parse(
     source: Source,
     dir: &Path,
     inventory: Option<std::sync::Arc<crate::inventory::Inventory>>,
+    vault: Option<std::sync::Arc<crate::vault::Vault>>,
 ) -> Result<Playbook> {
     let mut root: Node = crate::yaml::parse_ansible(&source)?;
     root.keep_short_words(&source.text);
@@ -285,6 +290,8 @@ pub fn parse(
         warnings: Vec::new(),
         templates: None,
         inventory,
+        vault,
+        secret_vars: Vec::new(),
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {
@@ -293,7 +300,7 @@ pub fn parse(
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
     plays_of(&mut f, &root, &mut plays, &mut handlers);
-    let Front { p: Problems { errors, .. }, defaults, load_time, warnings, .. } = f;
+    let Front { p: Problems { errors, .. }, defaults, load_time, warnings, secret_vars, .. } = f;
     match errors.len() {
         0 => {}
         1 => return Err(errors.into_iter().next().expect("one")),
@@ -315,6 +322,7 @@ pub fn parse(
         handlers,
         load_time,
         warnings,
+        secret_vars,
     })
 }
 
@@ -1113,18 +1121,50 @@ fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
                 continue;
             }
         };
-        if source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
-            f.p.add(
+        // A vault-encrypted file (Ansible's vault format) is decrypted with the command's vault
+        // secrets; its variables are secrets from then on.
+        let vaulted = source.text.trim_start().starts_with("$ANSIBLE_VAULT");
+        let source = if vaulted {
+            use crate::vault::SecretSource;
+            let plain = match &f.vault {
+                Some(v) => v.secrets().and_then(|s| s.decrypt_file(&path)).map(|p| p.unwrap_or_default()),
+                None => Err(crate::error::Error::plain(format!("{}: no vault secrets here", path.display()))),
+            };
+            match plain.map(|p| String::from_utf8_lossy(&p).into_owned()) {
+                Ok(text) => Source::new(source.name.clone(), text.as_str()),
+                Err(e) => {
+                    f.p.add(
+                        item.line,
+                        item.column,
+                        format!("vars_files: {rel}: {e}"),
+                        "here",
+                        Some(
+                            "give its vault password: --vault-password-file FILE, --ask-vault-pass or --vault-id"
+                                .into(),
+                        ),
+                    );
+                    continue;
+                }
+            }
+        } else {
+            source
+        };
+        match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
+            Ok(m) => {
+                let m = m.unwrap_or_default();
+                if vaulted {
+                    f.secret_vars.extend(m.keys().cloned());
+                }
+                vars.extend(m)
+            }
+            // The decrypted text is secret: no snippet of it in the message.
+            Err(_) if vaulted => f.p.add(
                 item.line,
                 item.column,
-                format!("vars_files: {rel} is vault-encrypted, which is not supported here yet"),
+                format!("vars_files: {rel} decrypts to no mapping of variables (its text is not shown: it is secret)"),
                 "here",
-                Some("put the variables in group_vars/ (vaulted files are read there)".into()),
-            );
-            continue;
-        }
-        match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
-            Ok(m) => vars.extend(m.unwrap_or_default()),
+                None,
+            ),
             Err(e) => f.p.errors.push(e),
         }
     }
@@ -1188,7 +1228,7 @@ mod tests {
     use super::*;
 
     fn problems(text: &str) -> Vec<String> {
-        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None) {
+        match parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None, None) {
             Ok(_) => vec![],
             Err(Error::Many { errors, .. }) => errors.iter().map(|e| e.to_string()).collect(),
             Err(e) => vec![e.to_string()],
@@ -1198,7 +1238,7 @@ mod tests {
     #[test]
     fn a_playbook_translates_to_native_steps() {
         let text = "- hosts: all\n  become: true\n  tasks:\n    - name: dir\n      file: path=/x state=directory mode=0755\n    - shell: echo hi\n      register: out\n      changed_when: false\n    - ansible.builtin.command: touch /y creates=/y\n      notify: h\n  handlers:\n    - name: h\n      service: {name: x, state: restarted}\n";
-        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None).unwrap();
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None, None).unwrap();
         let play = &pb.plays[0];
         assert_eq!(play.name, "all");
         let kinds: Vec<&str> = play.steps.iter().map(|s| s.action.kind()).collect();
@@ -1209,7 +1249,7 @@ mod tests {
     }
 
     fn steps(text: &str) -> Vec<Step> {
-        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None).unwrap();
+        let pb = parse("t", Source::new("t.yml", text), Path::new("/nonexistent"), None, None).unwrap();
         pb.plays.into_iter().flat_map(|p| p.steps).collect()
     }
 

@@ -686,10 +686,11 @@ mod tests {
             std::fs::write(p, text).unwrap();
         }
         let text = std::fs::read_to_string(dir.path().join("site.yml")).unwrap();
-        let r = super::super::parse("site", Source::new("site.yml", text), dir.path(), None).map_err(|e| match e {
-            Error::Many { errors, .. } => errors.iter().map(|e| e.to_string()).collect(),
-            e => vec![e.to_string()],
-        });
+        let r =
+            super::super::parse("site", Source::new("site.yml", text), dir.path(), None, None).map_err(|e| match e {
+                Error::Many { errors, .. } => errors.iter().map(|e| e.to_string()).collect(),
+                e => vec![e.to_string()],
+            });
         (dir, r)
     }
 
