@@ -106,6 +106,9 @@ macro_rules! step_def {
             /// (its `expand_argument_vars`, on by default there).
             #[serde(default, skip_serializing_if = "std::ops::Not::not")]
             pub expand_argument_vars: bool,
+            /// `false`: a command's or shell's output keeps its trailing newlines and carriage
+            /// returns (Ansible's `strip_empty_ends`; stripped by default).
+            pub strip_empty_ends: Option<bool>,
             pub stdin: Option<String>,
             /// Extra environment for command/shell.
             #[serde(default)]

@@ -319,6 +319,7 @@ impl Job {
                 chdir: shown(&step.def.chdir)?,
                 executable: render(&step.def.executable)?,
                 expand_vars: step.def.expand_argument_vars,
+                keep_empty_ends: step.def.strip_empty_ends == Some(false),
                 stdin: render(&step.def.stdin)?,
                 environment: step
                     .def

@@ -140,6 +140,8 @@ pub struct Guards {
     pub executable: Option<String>,
     /// A command's arguments expand `$VAR`, `${VAR}` and a leading `~` on the host.
     pub expand_vars: bool,
+    /// The output as it came, trailing newlines and carriage returns kept.
+    pub keep_empty_ends: bool,
     pub stdin: Option<String>,
     pub environment: Vec<(String, String)>,
 }
@@ -218,6 +220,10 @@ pub(super) async fn run_line(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outc
         })
     }
     .with_output(&out);
+    if g.keep_empty_ends {
+        o.result.insert("stdout".into(), serde_json::json!(String::from_utf8_lossy(&out.stdout)));
+        o.result.insert("stderr".into(), serde_json::json!(String::from_utf8_lossy(&out.stderr)));
+    }
     o.commands.push(line);
     o
 }

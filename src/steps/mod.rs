@@ -318,8 +318,9 @@ impl Outcome {
         self.result.insert("rc".into(), out.status.map(|s| json!(s)).unwrap_or(Value::Null));
         self.result.insert("stdout_lines".into(), json!(stdout.lines().collect::<Vec<_>>()));
         self.result.insert("stderr_lines".into(), json!(stderr.lines().collect::<Vec<_>>()));
-        self.result.insert("stdout".into(), json!(stdout.trim_end_matches('\n')));
-        self.result.insert("stderr".into(), json!(stderr.trim_end_matches('\n')));
+        // As Ansible's command strips them (strip_empty_ends).
+        self.result.insert("stdout".into(), json!(stdout.trim_end_matches(['\r', '\n'])));
+        self.result.insert("stderr".into(), json!(stderr.trim_end_matches(['\r', '\n'])));
         self
     }
 

@@ -39,6 +39,7 @@ if [ -n "$p1" ]; then m=$p1; elif [ $sys = 1 ]; then m=systemd; elif command -v 
 elif [ -e /sbin/openrc ]; then m=openrc; elif [ $off = 1 ]; then m=systemd; elif [ -e /etc/init.d/ ]; then m=sysvinit; elif [ -e /etc/dinit.d/ ]; then m=dinit; else m=service; fi
 echo "service_mgr=$m"
 echo "user_id=$(id -un)"
+echo "python=$(command -v python3 2>/dev/null || command -v python 2>/dev/null)"
 for b in dnf5 dnf yum apt-get zypper apk pacman; do if command -v $b >/dev/null 2>&1; then echo "pkg_bin=$b"; fi; done
 VIRT"#;
 
@@ -224,6 +225,10 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     m.insert("virtualization_tech_host".into(), json!(all("virt_host")));
     // The user the facts were gathered as (Ansible's user_id: the remote user, or the become user).
     m.insert("user_id".into(), json!(get("user_id")));
+    // The interpreter Ansible would discover (its path only: no Python runs to ask its version).
+    if !get("python").is_empty() {
+        m.insert("python".into(), json!({"executable": get("python"), "type": "CPython"}));
+    }
     m
 }
 
@@ -244,6 +249,7 @@ pub fn placeholder_vars() -> Map<String, Value> {
         f.insert(k.into(), json!(0));
     }
     f.insert("default_ipv4".into(), json!({"address": "", "gateway": "", "interface": ""}));
+    f.insert("python".into(), json!({"executable": "", "type": "CPython"}));
     fact_vars(f)
 }
 

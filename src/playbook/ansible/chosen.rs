@@ -112,6 +112,33 @@ pub(super) fn inventory_values(f: &Front, var: &str) -> Vec<String> {
     v
 }
 
+/// A gate (`Step::gate`) before `out[from..]`, written at `at`: those steps run on a host only
+/// where `when` holds there; the gate itself is neither shown nor counted.
+pub(super) fn gate_before(
+    f: &mut Front,
+    when: String,
+    name: String,
+    from: usize,
+    at: (usize, usize),
+    out: &mut Vec<Step>,
+) {
+    let def = serde_json::from_value(json!({"name": name, "when": [when], "assert": {"that": ["true"]}}))
+        .expect("a valid assert step");
+    match crate::playbook::validate_step(&f.p.source, def, at.0, at.1, false) {
+        Ok(mut g) => {
+            let id = f.next_include;
+            f.next_include += 1;
+            g.gate = true;
+            g.include = Some(id);
+            for s in &mut out[from..] {
+                s.within.push(id);
+            }
+            out.insert(from, g);
+        }
+        Err(e) => f.p.errors.push(e),
+    }
+}
+
 /// A Jinja string literal.
 fn quoted(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))

@@ -430,21 +430,7 @@ fn looped_by_host(
         return;
     }
     let gate = |f: &mut Front, when: String, name: String, from: usize, out: &mut Vec<Step>| {
-        let def = serde_json::from_value(json!({"name": name, "when": [when], "assert": {"that": ["true"]}}))
-            .expect("a valid assert step");
-        match crate::playbook::validate_step(&f.p.source, def, line, column, false) {
-            Ok(mut g) => {
-                let id = f.next_include;
-                f.next_include += 1;
-                g.gate = true;
-                g.include = Some(id);
-                for s in &mut out[from..] {
-                    s.within.push(id);
-                }
-                out.insert(from, g);
-            }
-            Err(e) => f.p.errors.push(e),
-        }
+        super::chosen::gate_before(f, when, name, from, (line, column), out)
     };
     for index in 0..most {
         let mut vars = Map::new();

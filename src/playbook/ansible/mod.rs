@@ -184,6 +184,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "no_log",
     "remote_user",
     "environment",
+    "connection",
     "ignore_errors",
     "check_mode",
     "diff",
@@ -196,7 +197,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "vars_prompt",
     "become_method",
     "become_flags",
-    "connection",
     "ignore_unreachable",
     "order",
     "collections",
@@ -545,6 +545,25 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             }
         },
     };
+    // `connection`: ssh is how copctl connects; local, only where the play is the implicit
+    // localhost's (the bastion), which copctl reaches locally anyway.
+    if let Some((k, v)) = get("connection") {
+        let local = crate::plan::is_implicit_localhost(hosts.trim());
+        match v.as_str().map(str::trim) {
+            Some("ssh" | "smart" | "ansible.builtin.ssh") => {}
+            Some("local" | "ansible.builtin.local") if local => {}
+            Some("local" | "ansible.builtin.local") => f.p.add_key(
+                k,
+                "connection: local on inventory hosts is not supported yet".into(),
+                Some("copctl runs a play locally where its hosts are localhost (the bastion); set ansible_connection=local on a host in the inventory".into()),
+            ),
+            _ => f.p.add_key(
+                k,
+                format!("connection: '{}' is not supported", v.as_str().unwrap_or_default()),
+                Some("copctl connects with ssh (or locally to localhost)".into()),
+            ),
+        }
+    }
     // Ansible names an unnamed play after its hosts; the engine's play names are unique.
     let base = match get("name").map(|(_, v)| v) {
         Some(v) => v.as_str().map(str::to_string).unwrap_or_else(|| v.to_value().to_string()),

@@ -443,6 +443,9 @@ pub fn translate(
             }
             // Ansible ends stdin with a newline unless stdin_add_newline is false.
             let newline = a.bool_literal(&["stdin_add_newline"]).unwrap_or(true);
+            if a.bool_literal(&["strip_empty_ends"]) == Some(false) {
+                fields.insert("strip_empty_ends".into(), json!(false));
+            }
             if name == "command" && a.bool_literal(&["expand_argument_vars"]).unwrap_or(true) {
                 fields.insert("expand_argument_vars".into(), json!(true));
             }
@@ -466,6 +469,7 @@ pub fn translate(
                     "stdin_add_newline",
                     "executable",
                     "expand_argument_vars",
+                    "strip_empty_ends",
                 ]
             } else {
                 &[
@@ -477,6 +481,7 @@ pub fn translate(
                     "stdin_add_newline",
                     "executable",
                     "expand_argument_vars",
+                    "strip_empty_ends",
                 ]
             };
             // A command missing or given twice fails the task on each host, as the module's

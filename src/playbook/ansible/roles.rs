@@ -295,10 +295,58 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
         None => return,
     };
     let Some(items) = items else {
-        f.p.add_key(
-            lk,
-            format!("include_role with a templated {} (a dynamic include) is not supported", lk.name),
-            Some(format!("{KNOWN_HELP}; or put the loop on the role's tasks")),
+        // A loop the inventory decides: the role as many times as its longest list on a host,
+        // copy i where the loop has an i-th item (include.rs does the same for task files).
+        let expr = lv.as_str().and_then(super::task::lone_expression).map(|e| match lk.name.as_str() {
+            "with_items" => format!("({e}) | with_items_flatten"),
+            _ => format!("({e})"),
+        });
+        let most = match &expr {
+            Some(e) if kind == "include_role" && lk.name != "with_list" => {
+                known::with(f, spec.vars.scope(), |f| known::most_items_on_hosts(f, e))
+            }
+            _ => None,
+        };
+        let (Some(expr), Some(most)) = (expr, most) else {
+            f.p.add_key(
+                lk,
+                format!("include_role with a templated {} (a dynamic include) is not supported", lk.name),
+                Some(format!("{KNOWN_HELP}, or a list the inventory gives; or put the loop on the role's tasks")),
+            );
+            return;
+        };
+        let at = (key.line, key.column);
+        for index in 0..most {
+            let mut each = spec.clone();
+            each.vars.params.insert("item".into(), Value::from(format!("{{{{ ({expr})[{index}] }}}}")));
+            each.vars.params.insert("ansible_loop_var".into(), Value::from("item"));
+            let Some(mut each) = resolved(f, &kind, each) else { return };
+            let from = out.len();
+            let keywords = std::mem::take(&mut each.keywords);
+            role(f, each, out);
+            include::dynamic(f, node, key, keywords, from, out);
+            let cond = format!("({expr}) | length > {index}");
+            Inherit { when: vec![cond.clone()], ..Inherit::default() }.apply(&mut out[from..]);
+            super::chosen::gate_before(
+                f,
+                cond,
+                format!("include_role: item {index}, where there is one"),
+                from,
+                at,
+                out,
+            );
+        }
+        let from = out.len();
+        let mut skipped = spec.keywords.clone();
+        skipped.when.push("false".into());
+        include::dynamic(f, node, key, skipped, from, out);
+        super::chosen::gate_before(
+            f,
+            format!("({expr}) | length == 0"),
+            "include_role: no items".into(),
+            from,
+            at,
+            out,
         );
         return;
     };
