@@ -82,7 +82,7 @@ const TARGETS: &[Target] = &[
             "inherit_notify.yml",
         ],
         TESTHOST,
-        false,
+        true,
     ),
     plays(
         "handlers",
@@ -104,7 +104,7 @@ const TARGETS: &[Target] = &[
             "79776.yml",
         ],
         "[testgroup]\nA\nB\nC\nD\nE\n[others]\ntesthost\nlocalhost\n",
-        false,
+        true,
     ),
     plays(
         "include_import",
