@@ -303,7 +303,7 @@ impl HostVarLookup for SiteLookup {
 
     fn vars_of(&self, host: &str) -> Option<Value> {
         // Ansible's implicit localhost is always there for hostvars, as it makes it on demand.
-        if !self.inventory.hosts.contains_key(host) && !crate::plan::is_implicit_localhost(host) {
+        if !self.inventory.hosts.contains_key(host) && !crate::inventory::is_implicit_localhost(host) {
             return None;
         }
         let empty = IndexMap::new();

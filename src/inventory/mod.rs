@@ -79,6 +79,13 @@ impl Group {
     }
 }
 
+/// Ansible's implicit localhost: a `delegate_to` or a play naming the controller (when the
+/// inventory does not list it) runs there over a local connection. The controller is no
+/// inventory host, so `--limit` does not choose it.
+pub fn is_implicit_localhost(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "::1")
+}
+
 #[derive(Debug, Clone)]
 pub struct Inventory {
     /// What the inventory was read from, as the user named it (`-i` values, comma-separated):

@@ -116,6 +116,10 @@ struct Builder<'a> {
     play_end: Vec<Vec<NodeIndex>>,
     /// Register name → tasks producing it.
     producers: HashMap<String, Vec<NodeIndex>>,
+    /// Fact name → the `set_fact` tasks setting it (read through `hostvars` later in the same
+    /// play only: a later play's reader does not wait for them, as plays hand facts on through
+    /// their own order).
+    fact_producers: HashMap<String, Vec<NodeIndex>>,
     order_only: HashSet<(NodeIndex, NodeIndex)>,
 }
 
@@ -185,6 +189,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         host_end: vec![],
         play_end: vec![],
         producers: HashMap::new(),
+        fact_producers: HashMap::new(),
         order_only: HashSet::new(),
     };
     let mut all_batches = Vec::new();
@@ -567,22 +572,25 @@ impl Builder<'_> {
             None => None,
         };
         let mut all_deps = deps.to_vec();
-        // A task that reads another host's registered result or fact (through `hostvars`)
-        // waits for the tasks that produce it, earlier in its play (as Ansible's hosts, in
-        // lock-step, have run them) or in another play, and does not run if they failed. A
-        // result of its own host needs no edge: the host's own step order already provides it.
+        // A task that reads another host's registered result (through `hostvars`) waits for the
+        // tasks that register it in another play, and does not run if they failed; within its
+        // play it waits, order only, for the other hosts' earlier tasks that register or
+        // `set_fact` it (Ansible's hosts, in lock-step, have run them). A result of its own
+        // host needs no edge: the host's own step order already provides it.
         let ids = identifiers(self.site, step);
         let mut order_only = Vec::new();
         if ids.contains("hostvars") {
             for name in &ids {
-                for p in self.producers.get(name).into_iter().flatten() {
-                    let pt = &self.graph[*p];
+                let registers = self.producers.get(name).into_iter().flatten().map(|p| (*p, false));
+                let facts = self.fact_producers.get(name).into_iter().flatten().map(|p| (*p, true));
+                for (p, fact) in registers.chain(facts) {
+                    let pt = &self.graph[p];
                     let same_play = (pt.playbook, pt.play) == (pi, ki);
-                    let earlier = !same_play || matches!(pt.kind, TaskKind::Step(p) if p < si);
+                    let earlier = if same_play { matches!(pt.kind, TaskKind::Step(x) if x < si) } else { !fact };
                     if pt.host.as_deref() != Some(host) && earlier {
-                        all_deps.push(*p);
+                        all_deps.push(p);
                         if same_play {
-                            order_only.push(*p);
+                            order_only.push(p);
                         }
                     }
                 }
@@ -603,11 +611,12 @@ impl Builder<'_> {
         let n = self.add(t, &all_deps);
         self.order_only.extend(order_only.into_iter().map(|p| (p, n)));
         if !self.statically_false(pb, &pb.plays[ki], step, host) {
-            let facts: Vec<String> = match &step.action {
-                crate::playbook::Action::SetFact(a) => a.keys().cloned().collect(),
-                _ => Vec::new(),
-            };
-            for r in step.def.register.iter().chain(&facts) {
+            if let crate::playbook::Action::SetFact(a) = &step.action {
+                for k in a.keys() {
+                    self.fact_producers.entry(k.clone()).or_default().push(n);
+                }
+            }
+            if let Some(r) = &step.def.register {
                 self.producers.entry(r.clone()).or_default().push(n);
             }
         }
@@ -615,12 +624,7 @@ impl Builder<'_> {
     }
 }
 
-/// Ansible's implicit localhost: a `delegate_to` naming the controller (when the inventory
-/// does not list it) runs there over a local connection. The controller is no inventory host,
-/// so `--limit` does not choose it: the task runs for the in-limit hosts that delegate to it.
-pub fn is_implicit_localhost(name: &str) -> bool {
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
-}
+pub use crate::inventory::is_implicit_localhost;
 
 static SUBSCRIPTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(.+)\[[^\]]*\]$").unwrap());
 

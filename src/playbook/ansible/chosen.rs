@@ -122,8 +122,14 @@ pub(super) fn gate_before(
     at: (usize, usize),
     out: &mut Vec<Step>,
 ) {
-    let def = serde_json::from_value(json!({"name": name, "when": [when], "assert": {"that": ["true"]}}))
-        .expect("a valid assert step");
+    let def = json!({"name": name, "when": [when], "assert": {"that": ["true"]}});
+    gate_with(f, def, from, at, out)
+}
+
+/// `gate_before` with the gate's own step definition (an assert: one that fails stops the
+/// hosts that reach it).
+fn gate_with(f: &mut Front, def: Value, from: usize, at: (usize, usize), out: &mut Vec<Step>) {
+    let def = serde_json::from_value(def).expect("a valid assert step");
     match crate::playbook::validate_step(&f.p.source, def, at.0, at.1, false) {
         Ok(mut g) => {
             let id = f.next_include;
@@ -184,20 +190,7 @@ pub(super) fn gated(
             let msg = format!("{what}: {name} (picked by '{template}') cannot run under copctl: {first}");
             def["assert"] = json!({"that": ["false"], "fail_msg": format!("{{% raw %}}{msg}{{% endraw %}}")});
         }
-        let def = serde_json::from_value(def).expect("a valid assert step");
-        match crate::playbook::validate_step(&f.p.source, def, line, column, false) {
-            Ok(mut gate) => {
-                let id = f.next_include;
-                f.next_include += 1;
-                gate.gate = true;
-                gate.include = Some(id);
-                for s in &mut out[from..] {
-                    s.within.push(id);
-                }
-                out.insert(from, gate);
-            }
-            Err(e) => f.p.errors.push(e),
-        }
+        gate_with(f, def, from, (line, column), out);
     }
     let listed = names.join(", ");
     let that = format!("({expr}) in [{}]", names.iter().map(|n| quoted(n)).collect::<Vec<_>>().join(", "));

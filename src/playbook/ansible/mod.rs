@@ -548,7 +548,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     // `connection`: ssh is how copctl connects; local, only where the play is the implicit
     // localhost's (the bastion), which copctl reaches locally anyway.
     if let Some((k, v)) = get("connection") {
-        let local = crate::plan::is_implicit_localhost(hosts.trim());
+        let local = crate::inventory::is_implicit_localhost(hosts.trim());
         match v.as_str().map(str::trim) {
             Some("ssh" | "smart" | "ansible.builtin.ssh") => {}
             Some("local" | "ansible.builtin.local") if local => {}

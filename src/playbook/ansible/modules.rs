@@ -458,32 +458,21 @@ pub fn translate(
             let cmd = a.text(&["cmd"]);
             let argv = a.value(&["argv"]);
             let raw = a.take_raw();
-            let takes: &[&str] = if name == "command" {
-                &[
-                    "cmd",
-                    "argv",
-                    "chdir",
-                    "creates",
-                    "removes",
-                    "stdin",
-                    "stdin_add_newline",
-                    "executable",
-                    "expand_argument_vars",
-                    "strip_empty_ends",
-                ]
-            } else {
-                &[
-                    "cmd",
-                    "chdir",
-                    "creates",
-                    "removes",
-                    "stdin",
-                    "stdin_add_newline",
-                    "executable",
-                    "expand_argument_vars",
-                    "strip_empty_ends",
-                ]
-            };
+            // argv is command's only (shell takes a line).
+            let all: &[&str] = &[
+                "cmd",
+                "argv",
+                "chdir",
+                "creates",
+                "removes",
+                "stdin",
+                "stdin_add_newline",
+                "executable",
+                "expand_argument_vars",
+                "strip_empty_ends",
+            ];
+            let takes: Vec<&str> = all.iter().copied().filter(|k| name == "command" || *k != "argv").collect();
+            let takes = takes.as_slice();
             // A command missing or given twice fails the task on each host, as the module's
             // argument checks do (with its words): refused unless the task may fail.
             let mut fails = None;
