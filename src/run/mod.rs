@@ -81,6 +81,9 @@ pub struct Engine {
     registered: HostResults,
     notified: HashSet<(usize, usize, String, usize)>,
     aborted_plays: HashMap<(usize, usize), String>,
+    /// The task (its kind and batch) whose failures stopped a play: it still runs on the
+    /// batch's other hosts, as Ansible's lock-step hosts all run it before the play stops.
+    aborted_at: HashMap<(usize, usize), (TaskKind, usize)>,
     batch_failures: HashMap<(usize, usize, usize), HashSet<String>>,
     running_per_play: HashMap<(usize, usize), usize>,
     /// Hosts running each throttled step now.
@@ -144,6 +147,7 @@ impl Engine {
             registered: HostResults::default(),
             notified: HashSet::new(),
             aborted_plays: HashMap::new(),
+            aborted_at: HashMap::new(),
             batch_failures: HashMap::new(),
             running_per_play: HashMap::new(),
             running_per_step: HashMap::new(),
@@ -238,7 +242,9 @@ impl Engine {
         if t.kind == TaskKind::Barrier {
             return None;
         }
-        if let Some(why) = self.aborted_plays.get(&(t.playbook, t.play)) {
+        if let Some(why) = self.aborted_plays.get(&(t.playbook, t.play))
+            && self.aborted_at.get(&(t.playbook, t.play)) != Some(&(t.kind, t.batch))
+        {
             return Some(Block::Quiet(Some(why.clone())));
         }
         let host = t.host.clone().unwrap_or_default();
@@ -544,6 +550,7 @@ impl Engine {
             );
             self.reporter.note(&format!("{why}; the remaining batches and the plays that need it do not run"));
             self.aborted_plays.insert((t.playbook, t.play), why);
+            self.aborted_at.insert((t.playbook, t.play), (t.kind, t.batch));
         }
         Some(format!("{host} failed at '{label}'"))
     }
