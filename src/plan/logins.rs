@@ -11,10 +11,19 @@ use crate::site::Site;
 /// copctl logs in to a host once per run: plays that share a host must agree, unless the
 /// inventory's `ansible_user` (which wins over the keyword) decides for it.
 pub fn logins(site: &Site, plan: &Plan) -> Result<HashMap<String, String>> {
+    // Most runs name no remote_user: nothing to decide, and no host's variables to merge.
+    if !plan.playbooks.iter().flat_map(|p| &p.plays).any(|p| p.remote_user.is_some()) {
+        return Ok(HashMap::new());
+    }
     let mut seen: HashMap<String, (Option<String>, usize, usize)> = HashMap::new();
+    // Whether the inventory sets the host's ansible_user, merged once per host.
+    let mut own_user: HashMap<&str, bool> = HashMap::new();
     for t in plan.graph.node_weights() {
         let Some(h) = t.host.as_ref().filter(|_| t.runs_on.is_none()) else { continue };
-        if site.inventory.hosts.get(h).is_some_and(|_| site.inventory.host_vars(h).contains_key("ansible_user")) {
+        let set = *own_user.entry(h.as_str()).or_insert_with(|| {
+            site.inventory.hosts.contains_key(h) && site.inventory.host_vars(h).contains_key("ansible_user")
+        });
+        if set {
             continue;
         }
         let user = plan.play(t).remote_user.clone();

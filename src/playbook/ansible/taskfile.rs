@@ -148,8 +148,7 @@ impl Inherit {
 /// Ansible); its `when` is each included task's too, where Ansible decides it once, and where
 /// it is skipped its tasks are passed over unseen (`Step::within`), as Ansible never reads them.
 pub fn dynamic(f: &mut Front, node: &Node, key: &Key, inherit: Inherit, start: usize, out: &mut Vec<Step>) {
-    let mut def = serde_json::json!({"assert": {"that": ["true"]}});
-    include_step(f, node, key, inherit, start, out, &mut def)
+    dynamic_with(f, node, key, inherit, start, out, serde_json::json!({"assert": {"that": ["true"]}}))
 }
 
 /// `dynamic` whose step fails (with `fail_msg`) where `that` does not hold.
@@ -164,18 +163,26 @@ pub fn dynamic_checked(
     that: String,
     fail_msg: String,
 ) {
-    let mut def = serde_json::json!({"assert": {"that": [that], "fail_msg": fail_msg}});
-    include_step(f, node, key, inherit, start, out, &mut def)
+    dynamic_with(
+        f,
+        node,
+        key,
+        inherit,
+        start,
+        out,
+        serde_json::json!({"assert": {"that": [that], "fail_msg": fail_msg}}),
+    )
 }
 
-fn include_step(
+/// `dynamic` with the include's step definition `def` (an assert).
+fn dynamic_with(
     f: &mut Front,
     node: &Node,
     key: &Key,
     inherit: Inherit,
     start: usize,
     out: &mut Vec<Step>,
-    def: &mut Value,
+    mut def: Value,
 ) {
     let name = node
         .as_map()
@@ -189,7 +196,7 @@ fn include_step(
     if !inherit.when.is_empty() {
         def["when"] = Value::from(inherit.when.clone());
     }
-    let def = serde_json::from_value(def.take()).expect("a valid assert step");
+    let def = serde_json::from_value(def).expect("a valid assert step");
     let id = f.next_include;
     f.next_include += 1;
     match crate::playbook::validate_step(&f.p.source, def, node.line, node.column, false) {
