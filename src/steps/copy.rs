@@ -1,5 +1,5 @@
 //! `copy`: a file from the bastion (read and hashed once per run, streamed to each host that
-//! needs it) or inline `content` to a host; compared first (size, then sha256 on the host),
+//! needs it) or inline `content` to a host; compared first (size, then sha1 on the host),
 //! written atomically. A directory as `src` is copied whole, as Ansible's copy does it: the
 //! directory itself into `dest` (`src/` ending in a slash: what it holds), each file as one
 //! copy, the missing directories made (with `owner`/`group` when given). A `dest` ending in `/`

@@ -173,10 +173,10 @@ async fn where_to(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<String, Outcome>
 /// Ansible's copy backs the file up only when its content changes.
 async fn backup_if_changing(cx: &StepCtx<'_>, dest: &str, bytes: &[u8]) -> Result<Option<String>, Outcome> {
     use super::transfer::{Hash, stat_hashing};
-    use sha2::Digest;
+    use sha1::Digest;
     let Some(cur) = stat_hashing(cx, dest, Hash::IfSize(bytes.len() as u64), false).await? else { return Ok(None) };
-    let want: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-    if cur.kind != "file" || cur.sha256.as_deref() == Some(want.as_str()) {
+    let want = hex::encode(sha1::Sha1::digest(bytes));
+    if cur.kind != "file" || cur.sha1.as_deref() == Some(want.as_str()) {
         return Ok(None);
     }
     super::backup::backup_local(cx, dest).await.map(Some)

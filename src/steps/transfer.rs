@@ -1,12 +1,17 @@
 //! Files on hosts, for the kinds that write them (`copy`, `template`, `line`, `block`): what a
 //! path is (kind and mode from SFTP where it can tell, else one script), content compared before
-//! anything is written — sizes first, then the file's sha256 computed on the host, never a copy
+//! anything is written — sizes first, then the file's sha1 computed on the host, never a copy
 //! of it brought back — atomic writes, and diffs. No kind of its own.
+//!
+//! sha1, as Ansible's copy compares files: what matters here is that no other content has the
+//! digest of the one wanted (a second preimage, out of reach for SHA-1 as for SHA-256; its
+//! known weakness is two chosen contents made to collide), and coreutils' `sha1sum` costs the
+//! host a third of `sha256sum`'s CPU (2.8 against 9.2 ms for 1 MiB, docs/benchmarks.md).
 
 use std::sync::Arc;
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
+use sha1::Digest;
 
 use super::Mode;
 use super::source::Source;
@@ -23,8 +28,8 @@ pub struct Stat {
     pub group: String,
     /// A file's size (`None` where the script could not tell).
     pub size: Option<u64>,
-    /// A file's sha256, when it was asked for (and, with `Hash::IfSize`, the size matched).
-    pub sha256: Option<String>,
+    /// A file's sha1, when it was asked for (and, with `Hash::IfSize`, the size matched).
+    pub sha1: Option<String>,
     pub link: Option<String>,
 }
 
@@ -36,42 +41,43 @@ pub enum Hash {
     IfSize(u64),
 }
 
-/// Files larger than this are hashed with OpenSSL first (its SHA-256 runs at several times
-/// coreutils' speed, but it costs ~6 ms more to start); smaller ones with `sha256sum`.
-const OPENSSL_FROM: u64 = 2 << 20;
+/// Files larger than this are hashed with OpenSSL first (its SHA-1 uses the CPU's SHA
+/// instructions, several times coreutils' speed, but it costs ~6 ms more to start); smaller ones
+/// with `sha1sum`.
+const OPENSSL_FROM: u64 = 16 << 20;
 
 /// Diffs are shown for files up to this size on both sides; a larger change is named only.
 const DIFF_MAX: u64 = 1 << 20;
 
-/// What the host's hashing tools print for `p`'s content: `sha256sum`, or OpenSSL first for large
-/// files, each the other's fallback. coreutils' `sha256sum` is on every RHEL and Ubuntu node,
+/// What the host's hashing tools print for `p`'s content: `sha1sum`, or OpenSSL first for large
+/// files, each the other's fallback. coreutils' `sha1sum` is on every RHEL and Ubuntu node,
 /// minimal images included; OpenSSL's command is not always. Reads from stdin, so no file name
 /// (escaped when odd) comes back.
 fn hash_command(size: u64) -> String {
-    let sha256sum = "sha256sum 2>/dev/null <\"$p\"";
-    let openssl = "openssl dgst -sha256 -r 2>/dev/null <\"$p\"";
-    if size >= OPENSSL_FROM { format!("{openssl} || {sha256sum}") } else { format!("{sha256sum} || {openssl}") }
+    let sha1sum = "sha1sum 2>/dev/null <\"$p\"";
+    let openssl = "openssl dgst -sha1 -r 2>/dev/null <\"$p\"";
+    if size >= OPENSSL_FROM { format!("{openssl} || {sha1sum}") } else { format!("{sha1sum} || {openssl}") }
 }
 
-/// A digest line's digest: 64 hex digits, or nothing.
+/// A digest line's digest: 40 hex digits (sha1), or nothing.
 fn parse_digest(out: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(out).ok()?;
     let d = text.split_whitespace().next()?;
-    (d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit())).then(|| d.to_ascii_lowercase())
+    (d.len() == 40 && d.bytes().all(|b| b.is_ascii_hexdigit())).then(|| d.to_ascii_lowercase())
 }
 
 /// Files up to this size are read back over SFTP and hashed here: the host then starts no process
-/// at all (a `sha256sum` costs it a fork and an exec, ~2 ms of CPU, more than moving 64 KiB), and
+/// at all (a `sha1sum` costs it a fork and an exec, ~2 ms of CPU, more than moving 64 KiB), and
 /// the controller holds one such buffer per comparison in flight.
 const HASH_HERE_UP_TO: u64 = 64 << 10;
 
-/// The sha256 of the file at `path` (`size` bytes): a small one read over SFTP into the hasher,
+/// The sha1 of the file at `path` (`size` bytes): a small one read over SFTP into the hasher,
 /// a larger one computed on the host by one process in the connection's long-lived shell; `None`
 /// when it could not be read there (then the content counts as different, and is written).
 async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64) -> Result<Option<String>, Outcome> {
     let sftp_asked = std::env::var_os("COPCTL_REMOTE_HASH").is_some_and(|v| v == "sftp");
     if (sftp_asked || size <= HASH_HERE_UP_TO)
-        && let Some(r) = cx.conn.sha256_sftp(path, size as usize).await
+        && let Some(r) = cx.conn.sha1_sftp(path, size as usize).await
     {
         match r {
             Ok(h) => return Ok(Some(h)),
@@ -85,7 +91,7 @@ async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64) -> Result<Option<
 }
 
 /// Kind, mode and size of `path` from SFTP's `lstat` (no remote process), and for a file of the
-/// wanted size its sha256 from the host; `None` where SFTP cannot answer (become, an SFTP error).
+/// wanted size its sha1 from the host; `None` where SFTP cannot answer (become, an SFTP error).
 async fn stat_sftp(cx: &StepCtx<'_>, path: &str, hash: Hash) -> Option<Result<Option<Stat>, Outcome>> {
     use crate::transport::PathKind;
     let info = cx.conn.lstat(path).await?.ok()?;
@@ -96,7 +102,7 @@ async fn stat_sftp(cx: &StepCtx<'_>, path: &str, hash: Hash) -> Option<Result<Op
         PathKind::Link => "link",
         PathKind::Other => return None,
     };
-    let sha256 = match hash {
+    let sha1 = match hash {
         Hash::IfSize(n) if kind == "file" && info.size == n => match hash_on_host(cx, path, n).await {
             Ok(h) => h,
             Err(o) => return Some(Err(o)),
@@ -109,7 +115,7 @@ async fn stat_sftp(cx: &StepCtx<'_>, path: &str, hash: Hash) -> Option<Result<Op
         owner: String::new(),
         group: String::new(),
         size: (kind == "file").then_some(info.size),
-        sha256,
+        sha1,
         link: info.link,
     })))
 }
@@ -119,8 +125,8 @@ pub async fn stat(cx: &StepCtx<'_>, path: &str, names: bool) -> Result<Option<St
     stat_hashing(cx, path, Hash::No, names).await
 }
 
-/// Kind, mode, size, owner and group names (only when `names`) and, as `hash` asks, the sha256
-/// of `path`: from SFTP and one hashing process where they can answer, else one script.
+/// Kind, mode, size, owner and group names (only when `names`) and, as `hash` asks, the sha1
+/// of `path` (sha1): from SFTP and one hashing process where they can answer, else one script.
 pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool) -> Result<Option<Stat>, Outcome> {
     if !names && let Some(s) = stat_sftp(cx, path, hash).await {
         return s;
@@ -151,7 +157,7 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
         owner: f[2].to_string(),
         group: f[3].to_string(),
         size: (f[0] == "file").then(|| f[4].parse().ok()).flatten(),
-        sha256: parse_digest(f[5].as_bytes()),
+        sha1: parse_digest(f[5].as_bytes()),
         link: (f[6] != "-").then(|| f[6].to_string()),
     }))
 }
@@ -193,13 +199,6 @@ impl Want {
         match self {
             Want::Bytes(b) => b.len() as u64,
             Want::Source(s) => s.len,
-        }
-    }
-
-    fn sha256(&self) -> String {
-        match self {
-            Want::Bytes(b) => hex::encode(Sha256::digest(b)),
-            Want::Source(s) => s.sha256.clone(),
         }
     }
 
@@ -288,8 +287,8 @@ pub async fn ensure_file(
     {
         return Outcome::failed(format!("{dest} is a {}, not a file", s.kind));
     }
-    let sha = want.sha256();
-    let same_content = current.as_ref().and_then(|s| s.sha256.as_deref()) == Some(sha.as_str());
+    let sha = want.sha1();
+    let same_content = current.as_ref().and_then(|s| s.sha1.as_deref()) == Some(sha.as_str());
     let same_mode = mode.is_none_or(|m| current.as_ref().is_some_and(|s| s.mode == m));
     let same_owner = owner.is_none_or(|o| current.as_ref().is_some_and(|s| s.owner == o))
         && group.is_none_or(|g| current.as_ref().is_some_and(|s| s.group == g));

@@ -231,14 +231,14 @@ impl HostConnection {
 }
 
 impl HostConnection {
-    /// The sha256 of a file read over SFTP in chunks, where `lstat` may use SFTP; `None`: ask a
+    /// The sha1 of a file read over SFTP in chunks, where `lstat` may use SFTP; `None`: ask a
     /// script.
-    pub async fn sha256_sftp(&self, path: &str, chunk: usize) -> Option<Result<String, TransportError>> {
+    pub async fn sha1_sftp(&self, path: &str, chunk: usize) -> Option<Result<String, TransportError>> {
         if self.spec.r#become.as_ref().is_some_and(|b| b.user != self.spec.endpoint.user) {
             return None;
         }
         match &self.conn {
-            Connection::Ssh(c) => Some(c.sha256_sftp(path, chunk).await),
+            Connection::Ssh(c) => Some(c.sha1_sftp(path, chunk).await),
             Connection::Local(_) => None,
         }
     }

@@ -40,6 +40,9 @@ pub struct SshConnection {
     sftp: OnceCell<(russh_sftp::client::SftpSession, tokio::sync::OwnedSemaphorePermit)>,
     /// Shells for scripts without stdin (see `shell`).
     shells: Shells,
+    /// Temporary files of SFTP uploads not yet renamed into place or removed: an upload
+    /// abandoned mid-way (a second interrupt) leaves its name here for `close` to remove.
+    temps: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for SshConnection {
@@ -64,6 +67,7 @@ impl SshConnection {
             channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
             sftp: OnceCell::new(),
             shells: Shells::new(MAX_SHELLS),
+            temps: Mutex::new(Vec::new()),
         })
     }
 
@@ -223,6 +227,19 @@ impl SshConnection {
         timeout: Duration,
         via: Option<&Sudo>,
     ) -> Result<String, TransportError> {
+        // A large in-memory source is shared, so that a failed SFTP upload can go again.
+        let source = match source {
+            PutSource::Bytes(b) if b.len() > upload::SMALL_PUT => PutSource::Shared(b.into()),
+            s => s,
+        };
+        let again = match &source {
+            PutSource::Bytes(_) => None,
+            PutSource::Shared(b) => Some(PutSource::Shared(b.clone())),
+            PutSource::File(p) => Some(PutSource::File(p.clone())),
+            PutSource::Digested { path, len, sha256 } => {
+                Some(PutSource::Digested { path: path.clone(), len: *len, sha256: sha256.clone() })
+            }
+        };
         match upload::prepare(&self.name, source, dest, mode, owner).await? {
             Upload::Inline { script, digest } => {
                 let out = match via {
@@ -232,8 +249,28 @@ impl SshConnection {
                 upload::written(&self.name, dest, &out)?;
                 Ok(digest)
             }
-            Upload::Stream { script, stream } => {
+            Upload::Stream { mut script, mut stream } => {
                 let _slot = upload::stream_slot().await;
+                if via.is_none()
+                    && owner.is_none()
+                    && let Ok(sftp) = self.sftp().await
+                {
+                    match self.put_sftp(sftp, dest, mode, stream, timeout).await {
+                        Err(SftpPut::NotWritten(e)) => {
+                            // SFTP says little of why (ENOSPC and EDQUOT are all "Failure" to
+                            // OpenSSH's server): the script's tools name the cause, so the file
+                            // goes again that way, from the start.
+                            tracing::debug!(host = %self.name, dest, error = %e, "SFTP upload failed; writing by script");
+                            let Some(again) = again else { return Err(e) };
+                            (script, stream) = match upload::prepare(&self.name, again, dest, mode, owner).await? {
+                                Upload::Stream { script, stream } => (script, stream),
+                                Upload::Inline { .. } => return Err(e),
+                            };
+                        }
+                        Err(SftpPut::Failed(e)) => return Err(e),
+                        Ok(d) => return Ok(d),
+                    }
+                }
                 let digest = Arc::new(Mutex::new(String::new()));
                 let stdin = StdinSource::Hashed(Vec::new(), stream, digest.clone());
                 let out = match via {
@@ -245,6 +282,53 @@ impl SshConnection {
                 Ok(digest)
             }
         }
+    }
+
+    /// `put` by SFTP (see `upload::write_sftp`), then one `mv` into place; the temporary file is
+    /// removed when anything fails before the rename.
+    async fn put_sftp(
+        &self,
+        sftp: &russh_sftp::client::SftpSession,
+        dest: &str,
+        mode: u32,
+        stream: Stream,
+        timeout: Duration,
+    ) -> Result<String, SftpPut> {
+        let tmp = upload::temp_beside(dest);
+        self.temps.lock().unwrap_or_else(|e| e.into_inner()).push(tmp.clone());
+        let run = async {
+            let digest = match upload::write_sftp(sftp, &tmp, dest, mode, stream).await {
+                Ok(d) => d,
+                Err(e) => {
+                    let _ = sftp.remove_file(tmp.as_str()).await;
+                    return Err(match e {
+                        TransportError::Remote { reason, .. } => {
+                            SftpPut::NotWritten(TransportError::Remote { host: self.name.clone(), reason })
+                        }
+                        e => SftpPut::Failed(e),
+                    });
+                }
+            };
+            let q = crate::template::shell_quote;
+            let out = self
+                .in_shell(None, &format!("mv -f {} {}", q(&tmp), q(dest)), timeout)
+                .await
+                .map_err(SftpPut::Failed)?;
+            if let Err(e) = upload::written(&self.name, dest, &out) {
+                let _ = sftp.remove_file(tmp.as_str()).await;
+                return Err(SftpPut::Failed(e));
+            }
+            Ok(digest)
+        };
+        let r = match tokio::time::timeout(timeout, run).await {
+            Ok(r) => r,
+            Err(_) => {
+                let _ = sftp.remove_file(tmp.as_str()).await;
+                Err(SftpPut::Failed(TransportError::Timeout { host: self.name.clone(), after: timeout }))
+            }
+        };
+        self.temps.lock().unwrap_or_else(|e| e.into_inner()).retain(|t| *t != tmp);
+        r
     }
 
     async fn sftp(&self) -> Result<&russh_sftp::client::SftpSession, TransportError> {
@@ -260,10 +344,10 @@ impl SshConnection {
             .map(|(s, _)| s)
     }
 
-    /// The sha256 of a remote file read over SFTP in chunks of up to `chunk` bytes into the hasher
+    /// The sha1 of a remote file read over SFTP in chunks of up to `chunk` bytes into the hasher
     /// (no remote process, never the whole file in memory).
-    pub async fn sha256_sftp(&self, path: &str, chunk: usize) -> Result<String, TransportError> {
-        use sha2::Digest;
+    pub async fn sha1_sftp(&self, path: &str, chunk: usize) -> Result<String, TransportError> {
+        use sha1::Digest;
         use tokio::io::AsyncReadExt;
         let remote = |e: &dyn std::fmt::Display| TransportError::Remote {
             host: self.name.clone(),
@@ -271,7 +355,7 @@ impl SshConnection {
         };
         let sftp = self.sftp().await?;
         let mut f = sftp.open(path).await.map_err(|e| remote(&e))?;
-        let mut h = sha2::Sha256::new();
+        let mut h = sha1::Sha1::new();
         let mut buf = vec![0u8; chunk.clamp(1, 256 << 10)];
         loop {
             let n = f.read(&mut buf).await.map_err(|e| remote(&e))?;
@@ -332,8 +416,21 @@ impl SshConnection {
     }
 
     pub async fn close(&self) {
+        let temps = std::mem::take(&mut *self.temps.lock().unwrap_or_else(|e| e.into_inner()));
+        if let (false, Some((sftp, _))) = (temps.is_empty(), self.sftp.get()) {
+            for t in temps {
+                let _ = tokio::time::timeout(Duration::from_secs(2), sftp.remove_file(t)).await;
+            }
+        }
         let _ = self.handle.disconnect(Disconnect::ByApplication, "", "en").await;
     }
+}
+
+/// How an SFTP upload failed: before the file was whole on the host (the script way may still
+/// write it, or say why not), or after.
+enum SftpPut {
+    NotWritten(TransportError),
+    Failed(TransportError),
 }
 
 /// What a command reads on stdin.
