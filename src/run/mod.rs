@@ -366,8 +366,8 @@ impl Engine {
     fn record(&mut self, n: NodeIndex, o: &Outcome, elapsed: Duration) -> Option<String> {
         let t = self.plan.graph[n].clone();
         let host = t.host.clone().unwrap_or_default();
-        let step = self.plan.step(&t).cloned();
         let plan = self.plan.clone();
+        let step = plan.step(&t);
         let pb = &plan.playbooks[t.playbook];
         let ignore = step.as_ref().is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
         // A failure inside blocks: where the host goes next (unreachable hosts are out, as in
@@ -430,14 +430,18 @@ impl Engine {
             }
             self.reporter.learn_secrets(learned);
             for h in &owners {
-                let mut m = self.registered.get(h).map(|a| (**a).clone()).unwrap_or_default();
-                if let Some(r) = &s.def.register {
-                    m.insert(r.clone(), o.registered());
+                // A step that registers nothing leaves the host's results as they were (copied
+                // per task, they were 2.5 of the 21 MiB peak heap at 50 hosts).
+                if s.def.register.is_some() || o.facts.is_some() {
+                    let mut m = self.registered.get(h).map(|a| (**a).clone()).unwrap_or_default();
+                    if let Some(r) = &s.def.register {
+                        m.insert(r.clone(), o.registered());
+                    }
+                    if let Some(f) = &o.facts {
+                        m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    self.registered.insert(h.clone(), Arc::new(m));
                 }
-                if let Some(f) = &o.facts {
-                    m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
-                self.registered.insert(h.clone(), Arc::new(m));
                 if o.status == Status::Changed {
                     for name in s.def.notify.iter().flat_map(|x| x.to_vec()) {
                         if let Some(hi) = pb.handlers.iter().position(|hd| hd.name == name) {
