@@ -107,23 +107,29 @@ fn a_play_on_the_implicit_localhost_ends_as_ansible_leaves_it() {
     assert_eq!(made(&ours), "from the bastion [] localhost False\n");
 }
 
-/// A play's vault-encrypted vars_files (ansible-vault's own file, its password from a file):
-/// the same files and recap as Ansible's, and the secret in no output of copctl's.
+/// A play's vault-encrypted vars_files and include_vars files, named literally and by a template
+/// (ansible-vault's own files, the password from a file): the same files and recap as Ansible's,
+/// and no secret in any output of copctl's.
 #[test]
 fn vault_encrypted_vars_files_end_as_ansible_leaves_them_and_stay_secret() {
     let (theirs, ours) = (site(2), site(2));
     for s in [&theirs, &ours] {
         s.write("vault-pw", "s3cret-pw\n");
         s.write("vault.yml", "db_password: Tr0ub4dor-secret\nregion: north\n");
+        // include_vars of encrypted files: one named literally, one by a template.
+        s.write("vars/api.yml", "api_token: Sw0rdfish-token\n");
+        s.write("vars/zone-north.yml", "site_key: C0rrect-horse-north\n");
+        s.write("vars/zone-south.yml", "site_key: C0rrect-horse-south\n");
         let out = ansible_cmd("ansible-vault")
-            .args(["encrypt", "--vault-password-file", "vault-pw", "vault.yml"])
+            .args(["encrypt", "--vault-password-file", "vault-pw"])
+            .args(["vault.yml", "vars/api.yml", "vars/zone-north.yml", "vars/zone-south.yml"])
             .current_dir(s.dir())
             .output()
             .unwrap();
         assert!(out.status.success(), "ansible-vault: {}", stderr(&out));
         s.write(
             "vaulted.yml",
-            "- hosts: lab\n  gather_facts: false\n  vars_files: [vault.yml]\n  tasks:\n    - file: path=/opt/app state=directory mode=0755\n    - copy: dest=/opt/app/db.conf content=\"password={{ db_password }} region={{ region }}\\n\" mode=0600\n    - debug: msg=\"{{ db_password }}\"\n    - command: echo {{ db_password }}\n      changed_when: false\n",
+            "- hosts: lab\n  gather_facts: false\n  vars_files: [vault.yml]\n  tasks:\n    - file: path=/opt/app state=directory mode=0755\n    - copy: dest=/opt/app/db.conf content=\"password={{ db_password }} region={{ region }}\\n\" mode=0600\n    - debug: msg=\"{{ db_password }}\"\n    - command: echo {{ db_password }}\n      changed_when: false\n    - include_vars: api.yml\n    - include_vars: \"zone-{{ region }}.yml\"\n    - copy: dest=/opt/app/api.conf content=\"token={{ api_token }} key={{ site_key }}\\n\" mode=0600\n    - debug: var=api_token\n    - debug: msg=\"{{ site_key }}\"\n",
         );
     }
     let args = ["vaulted.yml", "--vault-password-file", "vault-pw"];
@@ -132,10 +138,13 @@ fn vault_encrypted_vars_files_end_as_ansible_leaves_them_and_stay_secret() {
     let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
     assert_eq!(diff(&sa, &sb), "", "vaulted.yml: the hosts' files differ");
     assert_eq!(sb["lab-1:/opt/app/db.conf"], "file 600 0:0\npassword=Tr0ub4dor-secret region=north\n");
+    assert_eq!(sb["lab-2:/opt/app/api.conf"], "file 600 0:0\ntoken=Sw0rdfish-token key=C0rrect-horse-north\n");
     let human = ours.test().args(["run", "vaulted.yml", "--vault-password-file", "vault-pw", "-vv"]).run();
     let json = ours.run_json(&args, 0);
     for (what, text) in [("terminal", &human.stdout), ("terminal's stderr", &human.stderr), ("JSON", &json.stdout)] {
-        assert!(!text.contains("Tr0ub4dor"), "{what} shows the secret:\n{text}");
+        for secret in ["Tr0ub4dor", "Sw0rdfish", "C0rrect-horse"] {
+            assert!(!text.contains(secret), "{what} shows the secret {secret}:\n{text}");
+        }
     }
 }
 

@@ -1140,33 +1140,12 @@ fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
                 continue;
             }
         };
-        // A vault-encrypted file (Ansible's vault format) is decrypted with the command's vault
-        // secrets; its variables are secrets from then on.
-        let vaulted = source.text.trim_start().starts_with("$ANSIBLE_VAULT");
-        let source = if vaulted {
-            use crate::vault::SecretSource;
-            let plain = match &f.vault {
-                Some(v) => v.secrets().and_then(|s| s.decrypt_file(&path)).map(|p| p.unwrap_or_default()),
-                None => Err(crate::error::Error::plain(format!("{}: no vault secrets here", path.display()))),
-            };
-            match plain.map(|p| String::from_utf8_lossy(&p).into_owned()) {
-                Ok(text) => Source::new(source.name.clone(), text.as_str()),
-                Err(e) => {
-                    f.p.add(
-                        item.line,
-                        item.column,
-                        format!("vars_files: {rel}: {e}"),
-                        "here",
-                        Some(
-                            "give its vault password: --vault-password-file FILE, --ask-vault-pass or --vault-id"
-                                .into(),
-                        ),
-                    );
-                    continue;
-                }
+        let (source, vaulted) = match vars_source(f.vault.as_ref(), &path, source) {
+            Ok(s) => s,
+            Err(e) => {
+                f.p.add(item.line, item.column, format!("vars_files: {rel}: {e}"), "here", Some(VAULT_HELP.into()));
+                continue;
             }
-        } else {
-            source
         };
         match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
             Ok(m) => {
@@ -1240,6 +1219,29 @@ fn facts_step(f: &mut Front, node: &Node) -> Option<Step> {
             None
         }
     }
+}
+
+/// How to give copctl the vault secrets an encrypted file needs.
+pub(super) const VAULT_HELP: &str =
+    "give its vault password: --vault-password-file FILE, --ask-vault-pass or --vault-id";
+
+/// A variables file's text (`vars_files`, `include_vars`): decrypted with the command's vault
+/// secrets when it is vault-encrypted (Ansible's format), which the `bool` says — its variables
+/// are secrets from then on.
+pub(super) fn vars_source(
+    vault: Option<&std::sync::Arc<crate::vault::Vault>>,
+    path: &Path,
+    source: Source,
+) -> Result<(Source, bool)> {
+    use crate::vault::SecretSource;
+    if !source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
+        return Ok((source, false));
+    }
+    let plain = match vault {
+        Some(v) => v.secrets().and_then(|s| s.decrypt_file(path)).map(|p| p.unwrap_or_default())?,
+        None => return Err(Error::plain(format!("{}: no vault secrets here", path.display()))),
+    };
+    Ok((Source::new(source.name.clone(), String::from_utf8_lossy(&plain).as_ref()), true))
 }
 
 #[cfg(test)]

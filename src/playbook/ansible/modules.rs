@@ -412,6 +412,13 @@ fn template_args(a: &mut Args, out: &mut Map<String, Value>) {
     put(out, "backup", a.bool_literal(&["backup"]));
 }
 
+/// The command's vault secrets, for an `include_vars` file that is vault-encrypted, and the
+/// names such files set (secret variables from then on).
+pub struct Vaulted<'a> {
+    pub vault: Option<&'a std::sync::Arc<crate::vault::Vault>>,
+    pub names: &'a mut Vec<String>,
+}
+
 /// Sets `key` in `m` when `v` is given.
 fn put(m: &mut Map<String, Value>, key: &str, v: Option<impl Into<Value>>) {
     if let Some(v) = v {
@@ -427,6 +434,7 @@ pub fn translate(
     node: &Node,
     extra: Option<&Node>,
     dirs: &[PathBuf],
+    vaulted: Vaulted<'_>,
 ) -> Option<Translated> {
     let dir = dirs.last().map(PathBuf::as_path).unwrap_or(Path::new("."));
     let mut fields = Map::new();
@@ -1399,7 +1407,7 @@ pub fn translate(
             if file.contains("{{") || file.contains("{%") {
                 // Decided per host when the step runs, among the files the template can give.
                 let search: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-                let files = templated_candidates(dirs, &file);
+                let files = templated_candidates(dirs, &file, vaulted);
                 let mut args = json!({"file": file, "search": search, "files": files});
                 if let Some(n) = under {
                     args["name"] = json!(n);
@@ -1429,24 +1437,35 @@ pub fn translate(
                     return None;
                 }
             };
-            if source.text.trim_start().starts_with("$ANSIBLE_VAULT") {
-                let m = format!("include_vars: {file} is vault-encrypted, which is not supported here yet");
-                p.add(
-                    node.line,
-                    node.column,
-                    m,
-                    "here",
-                    Some("put the variables in group_vars/ (vaulted files are read there)".into()),
-                );
-                return None;
-            }
+            let (source, secret) = match super::vars_source(vaulted.vault, path, source) {
+                Ok(s) => s,
+                Err(e) => {
+                    let m = format!("include_vars: {file}: {e}");
+                    p.add(node.line, node.column, m, "here", Some(super::VAULT_HELP.into()));
+                    return None;
+                }
+            };
             let vars = match crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
                 Ok(m) => m.unwrap_or_default(),
+                // The decrypted text is secret: no snippet of it in the message.
+                Err(_) if secret => {
+                    let m = format!(
+                        "include_vars: {file} decrypts to no mapping of variables (its text is not shown: it is secret)"
+                    );
+                    p.add(node.line, node.column, m, "here", None);
+                    return None;
+                }
                 Err(e) => {
                     p.errors.push(e);
                     return None;
                 }
             };
+            if secret {
+                vaulted.names.extend(vars.keys().cloned());
+                if let Some(n) = &under {
+                    vaulted.names.push(n.clone());
+                }
+            }
             match under {
                 Some(n) => {
                     out.insert(n, Value::Object(vars));
@@ -1678,7 +1697,7 @@ fn list_dirs(dirs: &[PathBuf]) -> String {
 /// directory's `vars/` (at any depth) and directly in it, each file whose path the template can
 /// give (its `{{ ... }}` parts matching anything; under `vars/` with or without that prefix)
 /// and that is a YAML or JSON mapping. Others are read if the step ever picks them.
-fn templated_candidates(dirs: &[PathBuf], template: &str) -> Map<String, Value> {
+fn templated_candidates(dirs: &[PathBuf], template: &str, vaulted: Vaulted<'_>) -> Map<String, Value> {
     let parts = regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}").expect("a valid pattern");
     let mut pattern = String::from("^");
     let mut last = 0;
@@ -1723,7 +1742,15 @@ fn templated_candidates(dirs: &[PathBuf], template: &str) -> Map<String, Value> 
             if !matches!(ext, "yml" | "yaml" | "json" | "") {
                 continue;
             }
-            if let Ok(vars) = crate::steps::include_vars::read_vars(&path) {
+            // A vault-encrypted candidate is decrypted now (the step has no vault secrets when
+            // it runs); one that cannot be read is left to fail if a host picks it.
+            let Ok(source) = crate::error::read_source(&path) else { continue };
+            let Ok((source, secret)) = super::vars_source(vaulted.vault, &path, source) else { continue };
+            if let Ok(vars) = crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
+                let vars = vars.unwrap_or_default();
+                if secret {
+                    vaulted.names.extend(vars.keys().cloned());
+                }
                 out.entry(path.display().to_string()).or_insert(Value::Object(vars));
             }
         }

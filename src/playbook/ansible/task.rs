@@ -444,7 +444,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     {
         *l = l.replace("__SUBDIR__", first_found_subdir(&mk.name));
     }
-    let mut t = modules::translate(&mut f.p, short, mv, args, &f.place.search)?;
+    let vaulted = modules::Vaulted { vault: f.vault.as_ref(), names: &mut f.secret_vars };
+    let mut t = modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted)?;
     let Some(mut kind) = t.kind else {
         // A `meta: noop` handler may still be notified: it does nothing, as Ansible's shows
         // no result for it.
