@@ -213,7 +213,7 @@ impl Site {
         let vars = layers.for_host(&inv_vars, Some(own));
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
-        host_context(&self.templates, host, &vars, groups, &self.inventory.group_names(host), lookup)
+        host_context(&self.templates, host, vars, groups, &self.inventory.group_names(host), lookup)
     }
 
     /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars

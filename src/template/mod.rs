@@ -50,7 +50,7 @@ impl Object for HostVars {
         let mut globals = BTreeMap::new();
         globals.insert("groups".to_string(), self.groups.clone());
         globals.insert("hostvars".to_string(), Value::from_dyn_object(self.clone()));
-        Some(Value::from_object(LazyVars::new(self.env.clone(), &vars, Some(Value::from(globals)), self.reads.clone())))
+        Some(Value::from_object(LazyVars::new(self.env.clone(), vars, Some(Value::from(globals)), self.reads.clone())))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -230,7 +230,7 @@ impl Templates {
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
     pub fn context(&self, vars: &crate::inventory::Vars) -> Value {
         let reads = Arc::new(SecretReads::new(self.secret_names.clone()));
-        Value::from_object(LazyVars::new(self.env.clone(), vars, None, reads))
+        Value::from_object(LazyVars::new(self.env.clone(), vars.clone(), None, reads))
     }
 
     /// Evaluates a bare expression (`when:`, `until:`, `changed_when:`), Ansible-style.
@@ -262,7 +262,7 @@ pub fn describe_error(e: &minijinja::Error) -> String {
 pub fn host_context(
     templates: &Templates,
     host: &str,
-    vars: &crate::inventory::Vars,
+    vars: crate::inventory::Vars,
     groups: Value,
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
@@ -804,20 +804,14 @@ impl std::fmt::Debug for LazyVars {
 }
 
 impl LazyVars {
+    /// Takes the merged variables whole: built per task, they are moved here, not copied again.
     fn new(
         env: Arc<Environment<'static>>,
-        vars: &crate::inventory::Vars,
+        vars: crate::inventory::Vars,
         fallback: Option<Value>,
         reads: Arc<SecretReads>,
     ) -> LazyVars {
-        LazyVars {
-            env,
-            ready: BTreeMap::new(),
-            raw: vars.clone(),
-            fallback,
-            rendered: Mutex::new(BTreeMap::new()),
-            reads,
-        }
+        LazyVars { env, ready: BTreeMap::new(), raw: vars, fallback, rendered: Mutex::new(BTreeMap::new()), reads }
     }
 
     /// Records a read of `name` when it is, or holds, a secret (`db` holding `db.password`).
@@ -1393,7 +1387,7 @@ mod tests {
         let ctx = host_context(
             &t,
             "h",
-            &crate::inventory::Vars::new(),
+            crate::inventory::Vars::new(),
             to_value(serde_json::json!({})),
             &[],
             Arc::new(NoHosts),
@@ -1410,7 +1404,7 @@ mod tests {
         let t = Templates::new(Some(dir.path().to_path_buf()));
         let mut vars = crate::inventory::Vars::new();
         vars.insert("t".into(), serde_json::json!("K10::x"));
-        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_file("c.yaml.j2", &ctx).unwrap(), "token: K10::x\n");
     }
 
@@ -1419,7 +1413,7 @@ mod tests {
         let t = Templates::new(None);
         let mut vars = crate::inventory::Vars::new();
         vars.insert("pw".into(), serde_json::json!("it's"));
-        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         assert_eq!(t.render_str("{{ pw | quote }}", &ctx).unwrap(), "'it'\"'\"'s'");
         assert_eq!(t.render_str("{{ inventory_hostname }}", &ctx).unwrap(), "h1");
         let e = t.render_str("{{ nope }}", &ctx).unwrap_err();
@@ -1440,7 +1434,7 @@ mod tests {
             "login": "admin:{{ admin_password }}", "db": {"host": "db1", "password": "dbpw"},
         }))
         .unwrap();
-        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         let render = |text: &str| tracking_secrets(&ctx, || t.render_str(text, &ctx).unwrap());
         assert_eq!(render("{{ user }}@{{ inventory_hostname }}"), ("ops@h1".to_string(), set(&[])));
         for expr in [
@@ -1496,7 +1490,7 @@ mod tests {
         let ctx = host_context(
             &t,
             "h1",
-            &crate::inventory::Vars::new(),
+            crate::inventory::Vars::new(),
             to_value(serde_json::json!({})),
             &[],
             Arc::new(TwoHosts),
@@ -1527,7 +1521,7 @@ mod tests {
         let t = Templates::new(None);
         let mut vars = crate::inventory::Vars::new();
         vars.insert("admin_password".into(), serde_json::json!(pw));
-        let ctx = host_context(&t, "h1", &vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
         let r = Redactor::new(vec![pw.into()]);
         for (expr, masked) in [
             ("admin_password | quote", format!("'{MASK}'")),
