@@ -120,6 +120,8 @@ fn vault_encrypted_vars_files_end_as_ansible_leaves_them_and_stay_secret() {
         s.write("vars/api.yml", "api_token: Sw0rdfish-token\n");
         s.write("vars/zone-north.yml", "site_key: C0rrect-horse-north\n");
         s.write("vars/zone-south.yml", "site_key: C0rrect-horse-south\n");
+        // A file the template can name but no host picks may read what no host has.
+        s.write("vars/zone-west.yml", "site_key: \"{{ west_only_key }}\"\n");
         let out = ansible_cmd("ansible-vault")
             .args(["encrypt", "--vault-password-file", "vault-pw"])
             .args(["vault.yml", "vars/api.yml", "vars/zone-north.yml", "vars/zone-south.yml"])

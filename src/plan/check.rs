@@ -327,6 +327,9 @@ fn check_step(
             }
             strings.extend(d.msg.clone());
         }
+        // Only the name is rendered before the step runs: the variables of the file it picks are
+        // rendered when they are set, and a file no host picks may read what no host has.
+        Action::IncludeVars(a) => strings.push(a.file.clone()),
         _ => collect_strings(&action_json, &mut strings),
     }
     for s in &strings {
