@@ -41,10 +41,10 @@ pub enum Hash {
     IfSize(u64),
 }
 
-/// Files larger than this are hashed with OpenSSL first (its SHA-1 uses the CPU's SHA
-/// instructions, several times coreutils' speed, but it costs ~6 ms more to start); smaller ones
-/// with `sha1sum`.
-const OPENSSL_FROM: u64 = 16 << 20;
+/// Files larger than this are hashed with OpenSSL first (its SHA-1 runs at 2.4 times coreutils'
+/// speed here, 1.3 against 3.1 ms per MiB, but costs ~6 ms more to start); smaller ones with
+/// `sha1sum`.
+const OPENSSL_FROM: u64 = 4 << 20;
 
 /// Diffs are shown for files up to this size on both sides; a larger change is named only.
 const DIFF_MAX: u64 = 1 << 20;
@@ -126,7 +126,7 @@ pub async fn stat(cx: &StepCtx<'_>, path: &str, names: bool) -> Result<Option<St
 }
 
 /// Kind, mode, size, owner and group names (only when `names`) and, as `hash` asks, the sha1
-/// of `path` (sha1): from SFTP and one hashing process where they can answer, else one script.
+/// of `path`: from SFTP and one hashing process where they can answer, else one script.
 pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool) -> Result<Option<Stat>, Outcome> {
     if !names && let Some(s) = stat_sftp(cx, path, hash).await {
         return s;

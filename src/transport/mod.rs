@@ -110,8 +110,8 @@ pub enum PathKind {
     Other,
 }
 
-/// What `put` uploads.
-#[derive(Debug)]
+/// What `put` uploads (cheap to clone but for `Bytes`).
+#[derive(Debug, Clone)]
 pub enum PutSource {
     Bytes(Vec<u8>),
     /// Bytes every host shares (a small `copy` source, read once per run).

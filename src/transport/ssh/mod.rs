@@ -227,19 +227,12 @@ impl SshConnection {
         timeout: Duration,
         via: Option<&Sudo>,
     ) -> Result<String, TransportError> {
-        // A large in-memory source is shared, so that a failed SFTP upload can go again.
+        // Bytes in memory are shared (one copy), so that a failed SFTP upload can go again.
         let source = match source {
-            PutSource::Bytes(b) if b.len() > upload::SMALL_PUT => PutSource::Shared(b.into()),
+            PutSource::Bytes(b) => PutSource::Shared(b.into()),
             s => s,
         };
-        let again = match &source {
-            PutSource::Bytes(_) => None,
-            PutSource::Shared(b) => Some(PutSource::Shared(b.clone())),
-            PutSource::File(p) => Some(PutSource::File(p.clone())),
-            PutSource::Digested { path, len, sha256 } => {
-                Some(PutSource::Digested { path: path.clone(), len: *len, sha256: sha256.clone() })
-            }
-        };
+        let again = source.clone();
         match upload::prepare(&self.name, source, dest, mode, owner).await? {
             Upload::Inline { script, digest } => {
                 let out = match via {
@@ -261,7 +254,6 @@ impl SshConnection {
                             // OpenSSH's server): the script's tools name the cause, so the file
                             // goes again that way, from the start.
                             tracing::debug!(host = %self.name, dest, error = %e, "SFTP upload failed; writing by script");
-                            let Some(again) = again else { return Err(e) };
                             (script, stream) = match upload::prepare(&self.name, again, dest, mode, owner).await? {
                                 Upload::Stream { script, stream } => (script, stream),
                                 Upload::Inline { .. } => return Err(e),
