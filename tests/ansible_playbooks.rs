@@ -268,6 +268,74 @@ fn http_downloads_end_as_ansible_leaves_them() {
     server.wait().unwrap();
 }
 
+/// copy's and template's `validate` (a check that fails leaves the file as it was) and `backup`:
+/// the same files, registered results and recap as Ansible's, first run and re-run.
+#[test]
+fn validated_and_backed_up_files_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "validated.yml");
+    let file = std::fs::read_to_string(ours.lab().path(1, "/opt/app/validated")).unwrap();
+    assert_eq!(
+        file,
+        "replaced changed=True backup=True\nsame changed=False backup=False\n\
+         refused failed=True msg=failed to validate exit_status=1 stderr=checked\n\nrendered changed=False\n\
+         backups=['640 old', '640 old']\n",
+        "after the re-run"
+    );
+    let conf = std::fs::read_to_string(ours.lab().path(1, "/var/tmp/validated/conf")).unwrap();
+    assert_eq!(conf, "key = lab-2\n", "the refused content never went in");
+}
+
+/// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
+/// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
+/// results and files as Ansible's, first run (the lists made) and re-run (nothing new).
+#[test]
+fn package_lists_refresh_as_ansible_refreshes_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for s in [&theirs, &ours] {
+        for i in 0..2 {
+            s.lab().sh(
+                i,
+                "rm -rf /var/lib/apt/lists /var/lib/apt/periodic /etc/apt/sources.list.d/* \
+                 && : > /etc/apt/sources.list && mkdir -p /var/lib/apt/lists",
+            );
+        }
+    }
+    same_as_ansible_on(&theirs, &ours, "apt-cache.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/apt-cache")).unwrap();
+    assert_eq!(
+        file,
+        "first changed=False updated=False\nfresh changed=False updated=False same=True\npkg changed=False updated=False\n",
+        "re-run: the lists are already there"
+    );
+}
+
+/// A mirror that cannot be reached: apt-get update tried as often as `update_cache_retries`
+/// says, then the task fails with apt's error, and nothing is installed.
+#[test]
+fn an_unreachable_mirror_fails_the_refresh_after_its_retries() {
+    let site = site(1);
+    site.lab().install_doubles(&["apt-get", "dpkg-query"]);
+    site.lab().sh(0, "mkdir -p /var/lib/copctl-doubles && touch /var/lib/copctl-doubles/apt-update-fails");
+    std::fs::write(
+        site.path("refresh.yml"),
+        "- hosts: lab\n  gather_facts: false\n  tasks:\n    - apt: {name: chrony, update_cache: true, update_cache_retries: 2}\n",
+    )
+    .unwrap();
+    let out = site.command(["run", "refresh.yml"]).output().unwrap();
+    let stdout = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains(
+            "Failed to update apt cache after 2 retries: E: Failed to fetch http://mirror.invalid/dists/stable/InRelease  \
+             Could not resolve 'mirror.invalid'"
+        ),
+        "{stdout}"
+    );
+    let calls: Vec<String> = site.lab().double_calls(0).into_iter().filter(|c| c.starts_with("apt-get")).collect();
+    assert_eq!(calls, ["apt-get update -q", "apt-get update -q"], "two tries, no install");
+}
+
 /// ansible.posix.mount: fstab as the module rewrites it and what is mounted (a tmpfs mounted,
 /// remounted with new options), first run and re-run.
 #[test]
@@ -447,7 +515,7 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        backup: yes\n    - file: path=/x state=gone\n    - shell: echo\n      debugger: always\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        directory_mode: 0755\n    - file: path=/x state=gone\n    - shell: echo\n      debugger: always\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
@@ -472,20 +540,20 @@ Error:
   help: copctl runs without a terminal to answer a prompt: give seconds or minutes
 
 Error: 
-  x site.yml:9:9: copy: backup other than false is not supported
+  x site.yml:9:9: copy: argument 'directory_mode' is not supported
     ,-[site.yml:9:9]
   8 |         mode: 0644
-  9 |         backup: yes
-    :         ^^^|^^
-    :            `-- this argument
+  9 |         directory_mode: 0755
+    :         ^^^^^^^|^^^^^^
+    :                `-- this argument
  10 |     - file: path=/x state=gone
     `----
-  help: copctl keeps no backup copies yet
+  help: copy takes: src, content, dest, mode, owner, group, force, remote_src, backup, validate
 
 Error: 
   x site.yml:10:21: file: state 'gone' is not supported
     ,-[site.yml:10:21]
-  9 |         backup: yes
+  9 |         directory_mode: 0755
  10 |     - file: path=/x state=gone
     :                     ^^|^^
     :                       `-- this argument

@@ -67,6 +67,7 @@ fn os_specific_variables_end_as_ansible_leaves_them() {
         eprintln!("tuning.yml {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
         let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
         assert!(sb.contains_key("lab-2:/opt/app/tuning/limits.conf"), "the tuning role ran: {sb:?}");
+        assert!(sb.contains_key("lab-1:/opt/app/tuning/rendered"), "the template lookup rendered: {sb:?}");
         assert_eq!(diff(&sa, &sb), "", "tuning.yml {run}: the hosts' files differ");
         assert_eq!(a, b, "tuning.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
     }

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::transfer::{Want, ensure_content, ensure_file};
+use super::transfer::{BeforeWrite, Want, ensure_file};
 use super::{Guards, Kind, Mode, Outcome, StepCtx};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -27,6 +27,17 @@ pub struct CopyArgs {
     /// `src` is a path on the host, not on the bastion.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub remote_src: bool,
+    /// The old file kept (Ansible's backup name) before a new content replaces it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backup: bool,
+    /// A command (`%s`: the new content's temporary file) that must succeed before it goes in.
+    pub validate: Option<String>,
+}
+
+impl CopyArgs {
+    fn before(&self) -> BeforeWrite<'_> {
+        BeforeWrite { backup: self.backup, validate: self.validate.as_deref() }
+    }
 }
 
 fn yes() -> bool {
@@ -45,6 +56,9 @@ impl Kind for CopyArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
         if a.remote_src {
+            if a.backup || a.validate.is_some() {
+                return Outcome::failed("copy: backup and validate with remote_src are not supported yet");
+            }
             return remote_copy(cx, a).await;
         }
         if a.dest.ends_with('/')
@@ -61,15 +75,9 @@ impl Kind for CopyArgs {
         }
         match (&a.content, &a.src) {
             (Some(c), None) => {
-                ensure_content(
-                    cx,
-                    &a.dest,
-                    c.clone().into_bytes(),
-                    a.mode.as_ref(),
-                    a.owner.as_deref(),
-                    a.group.as_deref(),
-                )
-                .await
+                let want = Want::Bytes(c.clone().into_bytes());
+                ensure_file(cx, &a.dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref(), a.before())
+                    .await
             }
             (None, Some(src)) if cx.local_dir.join(src).is_dir() => copy_dir(cx, a, src).await,
             (None, Some(src)) => {
@@ -77,7 +85,9 @@ impl Kind for CopyArgs {
                     Ok(s) => s,
                     Err(e) => return Outcome::failed(e),
                 };
-                let o = ensure_file(cx, &a.dest, Want::Source(source.clone()), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+                let want = Want::Source(source.clone());
+                let (mode, owner, group) = (a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref());
+                let o = ensure_file(cx, &a.dest, want, mode, owner, group, a.before()).await;
                 if o.status != super::Status::Failed {
                     return o;
                 }
@@ -89,7 +99,7 @@ impl Kind for CopyArgs {
                     Some(n) if d.kind == "directory" => {
                         let dest = format!("{}/{n}", a.dest.trim_end_matches('/'));
                         let want = Want::Source(source);
-                        ensure_file(cx, &dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await
+                        ensure_file(cx, &dest, want, mode, owner, group, a.before()).await
                     }
                     _ => o,
                 }
@@ -171,7 +181,9 @@ async fn copy_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
             Ok(s) => s,
             Err(e) => return Outcome::failed(e),
         };
-        let o = ensure_file(cx, &target, Want::Source(source), a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+        let want = Want::Source(source);
+        let o = ensure_file(cx, &target, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref(), a.before())
+            .await;
         match o.status {
             super::Status::Failed | super::Status::Unreachable => return o,
             super::Status::Changed => changed.push(target),
@@ -222,7 +234,8 @@ async fn into_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
         Err(e) => return Outcome::failed(e),
     };
     let want = Want::Source(source);
-    let mut o = ensure_file(cx, &dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+    let mut o =
+        ensure_file(cx, &dest, want, a.mode.as_ref(), a.owner.as_deref(), a.group.as_deref(), a.before()).await;
     if made && o.status == super::Status::Ok {
         o.status = super::Status::Changed;
     }

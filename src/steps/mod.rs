@@ -505,6 +505,8 @@ mod tests {
             group: None,
             force: true,
             remote_src: false,
+            backup: false,
+            validate: None,
         });
         assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }

@@ -1,11 +1,11 @@
 //! `template`: a template file rendered for the host and put in place like `copy` content; with
 //! Ansible's template arguments: its own Jinja settings (`syntax`), `output_encoding`, a dest
-//! that is a directory, `follow`, `backup`, and the source's mode (`mode: preserve`).
+//! that is a directory, `follow`, `backup`, `validate` and the source's mode (`mode: preserve`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::transfer::ensure_content;
+use super::transfer::{BeforeWrite, Want, ensure_file};
 use super::{Guards, Kind, Mode, Outcome, StepCtx};
 use crate::template::{Syntax, shell_quote};
 
@@ -27,6 +27,8 @@ pub struct TemplateArgs {
     pub backup: Option<bool>,
     /// The mode of the template file itself (Ansible's `mode: preserve`).
     pub preserve_mode: Option<bool>,
+    /// A command (`%s`: the rendered file, in a temporary file) that must succeed first.
+    pub validate: Option<String>,
 }
 
 fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> minijinja::Value {
@@ -86,22 +88,13 @@ impl Kind for TemplateArgs {
             Err(o) => return o,
         };
         let sha1 = hex_sha1(&bytes);
-        let backup = if a.backup == Some(true) && !cx.check {
-            match backup_if_changing(cx, &dest, &bytes).await {
-                Ok(b) => b,
-                Err(o) => return o,
-            }
-        } else {
-            None
-        };
-        let mut o = ensure_content(cx, &dest, bytes, mode.as_ref(), a.owner.as_deref(), a.group.as_deref()).await;
+        let before = BeforeWrite { backup: a.backup == Some(true), validate: a.validate.as_deref() };
+        let (owner, group) = (a.owner.as_deref(), a.group.as_deref());
+        let mut o = ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await;
         // Ansible's `checksum` is the file's sha1 (what `stat` reports by default).
         o.result.insert("checksum".into(), json!(sha1));
         if let Some(m) = mode.as_ref().and_then(|m| m.bits().ok()) {
             o.result.insert("mode".into(), json!(format!("{m:04o}")));
-        }
-        if let Some(b) = backup {
-            o.result.insert("backup_file".into(), json!(b));
         }
         o
     }
@@ -168,18 +161,6 @@ async fn where_to(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<String, Outcome>
         return Err(Outcome::failed(format!("{}: {}", a.dest, String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Ansible's copy backs the file up only when its content changes.
-async fn backup_if_changing(cx: &StepCtx<'_>, dest: &str, bytes: &[u8]) -> Result<Option<String>, Outcome> {
-    use super::transfer::{Hash, stat_hashing};
-    use sha1::Digest;
-    let Some(cur) = stat_hashing(cx, dest, Hash::IfSize(bytes.len() as u64), false).await? else { return Ok(None) };
-    let want = hex::encode(sha1::Sha1::digest(bytes));
-    if cur.kind != "file" || cur.sha1.as_deref() == Some(want.as_str()) {
-        return Ok(None);
-    }
-    super::backup::backup_local(cx, dest).await.map(Some)
 }
 
 #[cfg(test)]

@@ -248,20 +248,20 @@ impl Want {
     }
 }
 
-/// Puts `content` at `dest` unless it is already there with the same mode and owner.
-pub async fn ensure_content(
-    cx: &StepCtx<'_>,
-    dest: &str,
-    content: Vec<u8>,
-    mode: Option<&Mode>,
-    owner: Option<&str>,
-    group: Option<&str>,
-) -> Outcome {
-    ensure_file(cx, dest, Want::Bytes(content), mode, owner, group).await
+/// What copy and template do before they replace a file's content, as Ansible's copy module
+/// does it: `backup` (the old file kept under Ansible's backup name, `backup_file` in the
+/// result), then `validate` (the command run on the new content in a temporary file with the
+/// file's mode and owner; its failure leaves the file as it was). Neither runs where the content
+/// is the same, nor in check mode.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BeforeWrite<'a> {
+    pub backup: bool,
+    pub validate: Option<&'a str>,
 }
 
 /// Puts what `want` says at `dest` unless it is already there with the same mode and owner: a
 /// file of another size differs without being read; one of the same size is hashed on the host.
+/// `before`: what copy and template do before a new content goes in.
 pub async fn ensure_file(
     cx: &StepCtx<'_>,
     dest: &str,
@@ -269,6 +269,7 @@ pub async fn ensure_file(
     mode: Option<&Mode>,
     owner: Option<&str>,
     group: Option<&str>,
+    before: BeforeWrite<'_>,
 ) -> Outcome {
     let dest = &match super::home::expand_home(cx, dest).await {
         Ok(d) => d,
@@ -327,7 +328,21 @@ pub async fn ensure_file(
         return o;
     }
     if !same_content {
-        if let Err(e) = cx.conn.put(want.into_put(), dest, final_mode).await {
+        let put = want.into_put();
+        if before.backup && current.is_some() {
+            match super::backup::backup_local(cx, dest).await {
+                Ok(b) => {
+                    o.result.insert("backup_file".into(), json!(b));
+                }
+                Err(o) => return o,
+            }
+        }
+        if let Some(v) = before.validate
+            && let Err(o) = super::validate::validate_file(cx, v, put.clone(), final_mode, owner, group).await
+        {
+            return o;
+        }
+        if let Err(e) = cx.conn.put(put, dest, final_mode).await {
             return transport_outcome(e);
         }
     } else if !same_mode {

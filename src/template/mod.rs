@@ -237,7 +237,7 @@ impl Templates {
     pub fn eval(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
         let expr = expr.trim();
         let expr = expr.strip_prefix("{{").and_then(|e| e.strip_suffix("}}")).unwrap_or(expr);
-        self.env.compile_expression(expr)?.eval(ctx)
+        with_root(ctx, || self.env.compile_expression(expr)?.eval(ctx))
     }
 
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
@@ -279,7 +279,93 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file, fileglob, first_found, list and vars";
+const LOOKUPS: &str = "env, file, fileglob, first_found, list, template and vars";
+
+thread_local! {
+    /// The whole context of each rendering under way on this thread, innermost last: what the
+    /// template lookup renders its file with (minijinja gives a function one variable at a
+    /// time, and the lookup's file may read any of them, as Ansible's sees the task's vars).
+    static ROOTS: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `ctx` as the innermost rendering's context (see `ROOTS`).
+fn with_root<T>(ctx: &Value, f: impl FnOnce() -> T) -> T {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            ROOTS.with(|r| r.borrow_mut().pop());
+        }
+    }
+    ROOTS.with(|r| r.borrow_mut().push(ctx.clone()));
+    let _pop = Pop;
+    f()
+}
+
+/// Ansible's template lookup: each term a file found in `templates/` along the task's search
+/// path (as the file lookup finds files), rendered with the task's variables, the template
+/// module's `ansible_managed`/`template_*` names and `template_vars` over them; Jinja's
+/// settings from its options (`trim_blocks` on by default); the text's trailing newlines kept.
+/// A file that is one `{{ expression }}` gives the expression's value, as Ansible's native
+/// templating does.
+fn template_lookup(
+    state: &minijinja::State,
+    terms: &[String],
+    kw: &minijinja::value::Kwargs,
+) -> Result<Vec<Value>, minijinja::Error> {
+    let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
+    let ctx = ROOTS
+        .with(|r| r.borrow().last().cloned())
+        .ok_or_else(|| fail("lookup('template', ...): no task's variables to render with".into()))?;
+    let extra: Option<Value> = kw.get("template_vars")?;
+    if let Some(v) = &extra
+        && v.kind() != minijinja::value::ValueKind::Map
+    {
+        return Err(fail(format!("lookup('template', ...): template_vars must be a mapping, not {v}")));
+    }
+    // Deprecated in 2.19 and without effect there.
+    let _: Option<bool> = kw.get("convert_data")?;
+    let _: Option<bool> = kw.get("jinja2_native")?;
+    let syntax = Syntax {
+        trim_blocks: kw.get("trim_blocks")?,
+        variable_start_string: kw.get("variable_start_string")?,
+        variable_end_string: kw.get("variable_end_string")?,
+        comment_start_string: kw.get("comment_start_string")?,
+        comment_end_string: kw.get("comment_end_string")?,
+        ..Syntax::default()
+    };
+    let search = search_path(state);
+    let mut out = Vec::new();
+    for term in terms {
+        let path = find_file(&search, "templates", term);
+        let Ok(source) = std::fs::read_to_string(&path) else {
+            return Err(fail(format!("the template file {term} could not be found for the lookup")));
+        };
+        let full = std::path::absolute(&path).unwrap_or(path);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let managed = ctx
+            .get_attr("ansible_managed")
+            .ok()
+            .filter(|v| !v.is_undefined())
+            .unwrap_or_else(|| Value::from("Ansible managed"));
+        let vars = minijinja::context! {
+            ..extra.clone().unwrap_or_else(|| Value::from(BTreeMap::<String, Value>::new())),
+            ..minijinja::context! {
+                ansible_managed => managed,
+                template_host => host.trim(),
+                template_path => term,
+                template_fullpath => full.display().to_string(),
+            },
+            ..ctx.clone()
+        };
+        let body = source.strip_suffix('\n').unwrap_or(&source);
+        let one = body.starts_with("{{") && body.ends_with("}}") && syntax == Syntax::default();
+        match single_expression(body).filter(|_| one) {
+            Some(expr) => out.push(with_root(&vars, || state.env().compile_expression(expr)?.eval(&vars))?),
+            None => out.push(Value::from(render_text(state.env(), term, &source, &vars, &syntax)?)),
+        }
+    }
+    Ok(out)
+}
 
 /// Ansible's lookup plugin `kind` over `terms`, on the bastion: its list of results.
 /// `env` (an unset variable is an error here, not Ansible's silent empty string, unless a
@@ -325,6 +411,7 @@ fn run_lookup(
             out
         }
         "list" => terms.to_vec(),
+        "template" => template_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?, kw)?,
         "vars" => {
             // A variable by name (its value as the context holds it), or `default`.
             let default: Option<Value> = kw.get("default")?;
@@ -615,7 +702,7 @@ fn query(
 /// One template's text rendered as Ansible renders it: its `#jinja2:` line applied, Jinja's
 /// settings `o` (Ansible's defaults when none is set), the trailing newlines put back.
 fn render_text(
-    env: &Environment<'static>,
+    env: &Environment<'_>,
     name: &str,
     source: &str,
     ctx: &Value,
@@ -625,7 +712,7 @@ fn render_text(
     let newline = o.newline_sequence.clone().unwrap_or_else(|| "\n".into());
     let (body, o) = header_overrides(source, o)?;
     let out = if o == Syntax::default() {
-        env.render_named_str(name, body, ctx)?
+        with_root(ctx, || env.render_named_str(name, body, ctx))?
     } else {
         let mut b = minijinja::syntax::SyntaxConfig::builder();
         b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
@@ -648,7 +735,7 @@ fn render_text(
             None | Some("\n") => body.to_string(),
             Some(seq) => body.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
         };
-        env.render_named_str(name, &body, ctx)?
+        with_root(ctx, || env.render_named_str(name, &body, ctx))?
     };
     Ok(pad_trailing_newlines(body, out, &newline))
 }
@@ -914,7 +1001,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
     Ok(match v {
         serde_json::Value::String(s) if is_template(s) => match single_expression(s) {
             Some(expr) => {
-                let v = env.compile_expression(expr)?.eval(ctx)?;
+                let v = with_root(ctx, || env.compile_expression(expr)?.eval(ctx))?;
                 if v.is_undefined() {
                     return Err(minijinja::Error::new(
                         ErrorKind::UndefinedError,
@@ -1364,7 +1451,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, list and vars lookups"
+                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, list, template and vars lookups"
             ),
             "{e}"
         );

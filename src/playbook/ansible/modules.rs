@@ -543,9 +543,16 @@ pub fn translate(
             put(&mut out, "group", a.text(&["group"]));
             if name == "copy" {
                 put(&mut out, "content", a.text(&["content"]));
-                a.default_only("backup", json!(false), "copctl keeps no backup copies yet");
+                if a.bool_literal(&["backup"]) == Some(true) {
+                    out.insert("backup".into(), json!(true));
+                }
             } else {
                 template_args(&mut a, &mut out);
+            }
+            put(&mut out, "validate", a.text(&["validate"]));
+            if remote && (out.contains_key("backup") || out.contains_key("validate")) {
+                let (l, c) = a.at;
+                a.p.add(l, c, "copy: backup and validate with remote_src are not supported yet".into(), "here", None);
             }
             if name == "copy" {
                 if a.bool_literal(&["force"]) == Some(false) {
@@ -555,7 +562,7 @@ pub fn translate(
                 a.default_only("force", json!(true), "copctl always puts the content in place");
             }
             let takes: &[&str] = if name == "copy" {
-                &["src", "content", "dest", "mode", "owner", "group", "force", "remote_src"]
+                &["src", "content", "dest", "mode", "owner", "group", "force", "remote_src", "backup", "validate"]
             } else {
                 &[
                     "src",
@@ -564,6 +571,7 @@ pub fn translate(
                     "owner",
                     "group",
                     "backup",
+                    "validate",
                     "follow",
                     "output_encoding",
                     "trim_blocks",
@@ -906,7 +914,7 @@ pub fn translate(
                 Some(_) => {
                     a.p.add(a.at.0, a.at.1, format!("{name}: name must be a package name or a list"), "here", None)
                 }
-                None => a.missing("name"),
+                None => {}
             }
             put(
                 &mut out,
@@ -923,10 +931,22 @@ pub fn translate(
                     "state: present (installed), absent (removed) or latest",
                 ),
             );
+            // Each manager's module takes `update_cache` (dnf's alias `expire-cache`, apt's
+            // `update-cache`); the rest are apt's.
+            let mut takes = vec!["name", "state", "update_cache"];
+            put(&mut out, "update_cache", a.flag(&["update_cache", "update-cache", "expire-cache"]));
             if name == "apt" {
-                a.default_only("update_cache", json!(false), "refreshing the package lists is not supported yet");
+                for k in ["cache_valid_time", "update_cache_retries", "update_cache_retry_max_delay"] {
+                    put(&mut out, k, a.number(&[k]));
+                }
+                takes.extend(["cache_valid_time", "update_cache_retries", "update_cache_retry_max_delay"]);
             }
-            a.finish(&["name", "state"]);
+            let updates = out.get("update_cache").is_some_and(|v| v != &json!(false))
+                || out.get("cache_valid_time").is_some_and(|v| v != &json!(0));
+            if !out.contains_key("name") && !updates {
+                a.missing("name");
+            }
+            a.finish(&takes);
             "package"
         }
         "wait_for" => {
