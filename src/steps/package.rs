@@ -47,10 +47,10 @@ fn no_names() -> OneOrMany<String> {
 }
 
 /// A whole number argument, or its default.
-fn number(n: &Option<Number>, name: &str, default: u64) -> Result<u64, Outcome> {
+fn number(n: &Option<Number>, name: &str, default: u64) -> Result<u64, String> {
     match n {
         None => Ok(default),
-        Some(n) => n.get().map_err(|e| Outcome::failed(format!("package: {name}: {e}"))),
+        Some(n) => n.get().map_err(|e| format!("package: {name}: {e}")),
     }
 }
 
@@ -74,7 +74,7 @@ impl Kind for PackageArgs {
             number(&a.update_cache_retry_max_delay, "update_cache_retry_max_delay", 12),
         ) {
             (Ok(v), Ok(t), Ok(m)) => (v, t.max(1), m),
-            (Err(o), _, _) | (_, Err(o), _) | (_, _, Err(o)) => return o,
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Outcome::failed(e),
         };
         let update = a.update_cache.get() || valid > 0;
         if names.is_empty() && !update {
