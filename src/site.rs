@@ -312,7 +312,9 @@ impl HostVarLookup for SiteLookup {
             Registered::PerHost(m) => m.get(host).map(|a| a.as_ref()).unwrap_or(&empty),
         };
         let vars = self.layers.for_host(&self.inventory.host_vars(host), Some(reg));
-        let mut map: serde_json::Map<String, Value> = vars.into_iter().collect();
+        // A play's per-host vars_files are not among another host's variables, as in Ansible.
+        let vf = crate::steps::include_vars::VARS_FILES;
+        let mut map: serde_json::Map<String, Value> = vars.into_iter().filter(|(k, _)| k != vf).collect();
         map.insert("inventory_hostname".into(), Value::from(host));
         Some(Value::Object(map))
     }

@@ -286,6 +286,20 @@ fn validated_and_backed_up_files_end_as_ansible_leaves_them() {
     assert_eq!(conf, "key = lab-2\n", "the refused content never went in");
 }
 
+/// vars_files named by a fact and by a list of candidates, decided per host: the same files
+/// and recap as Ansible's (their variables over the play's, under a task's own and set_fact,
+/// not in hostvars).
+#[test]
+fn vars_files_decided_per_host_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "vars-files.yml");
+    let file = |i: usize, p: &str| std::fs::read_to_string(ours.lab().path(i, p)).unwrap();
+    assert_eq!(file(0, "/opt/app/vars-files"), "apt host first Debian via apt host-task unseen\n");
+    assert_eq!(file(1, "/opt/app/vars-files"), "apt os other Debian via apt os-task unseen\n");
+    assert_eq!(file(1, "/opt/app/vars-files-task"), "task\n");
+    assert_eq!(file(1, "/opt/app/vars-files-fact"), "fact\n");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

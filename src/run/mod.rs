@@ -735,6 +735,12 @@ impl Engine {
                         {
                             d.pending = None;
                         }
+                        // A play's per-host vars_files: what the gate read is the host's.
+                        if let Some(f) = &o.facts {
+                            let mut m = self.registered.get(&host).map(|a| (**a).clone()).unwrap_or_default();
+                            m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                            self.registered.insert(host.clone(), Arc::new(m));
+                        }
                         self.finish(n, None, &mut ready);
                         continue;
                     }

@@ -4,6 +4,7 @@
 //! What the step's rendering read of secrets (its arguments, guards shown in messages, loop
 //! items; not its conditions) decides what of its outcome is withheld (`Outcome::withhold`).
 
+use crate::steps::include_vars::VARS_FILES;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,9 +85,14 @@ impl Job {
             _ => (limit + Duration::from_secs(5), limit),
         };
         let mut own: IndexMap<String, Value> = play.vars.clone();
+        let registered = self.registered.get(&host);
+        // A play's per-host vars_files sit over its vars, under the task's (Ansible's order).
+        if let Some(Value::Object(vf)) = registered.and_then(|r| r.get(VARS_FILES)) {
+            own.extend(vf.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(r) = self.registered.get(&host) {
-            own.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(r) = registered {
+            own.extend(r.iter().filter(|(k, _)| *k != VARS_FILES).map(|(k, v)| (k.clone(), v.clone())));
         }
         own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
         own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));

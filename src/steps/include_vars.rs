@@ -27,13 +27,30 @@ pub struct IncludeVarsArgs {
     /// The files the name may give, read when the playbook loaded: path → variables.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub files: IndexMap<String, Map<String, Value>>,
+    /// A play's `vars_files` entries decided per host (`file` unused): each entry's candidates
+    /// in order, the first found read; later entries over earlier ones. Their variables are the
+    /// play's (`VARS_FILES`), not facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vars_files: Vec<Vec<String>>,
 }
+
+/// Where a host's per-host `vars_files` variables are kept among its results: the engine puts
+/// them over the play's `vars` and under the task's own, where Ansible's precedence has them.
+pub const VARS_FILES: &str = "__copctl_vars_files";
 
 impl IncludeVarsArgs {
     /// Every variable the step may set (for the plan's checks), with a value from one of the
     /// files.
     pub fn may_set(&self) -> Map<String, Value> {
         let mut out = Map::new();
+        if !self.vars_files.is_empty() {
+            for vars in self.files.values() {
+                for (k, v) in vars {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            return out;
+        }
         for vars in self.files.values() {
             match &self.name {
                 Some(n) => {
@@ -74,6 +91,9 @@ impl Kind for IncludeVarsArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        if !self.vars_files.is_empty() {
+            return self.play_vars_files(cx);
+        }
         let name = match cx.templates.render_str(&self.file, cx.vars) {
             Ok(n) => n.trim().to_string(),
             Err(e) => return Outcome::failed(format!("file: {}", crate::template::describe_error(&e))),
@@ -109,6 +129,53 @@ impl Kind for IncludeVarsArgs {
         o.result.insert("ansible_facts".into(), Value::Object(facts.clone()));
         o.result.insert("ansible_included_var_files".into(), json!([path]));
         o.facts = Some(facts);
+        o
+    }
+}
+
+impl IncludeVarsArgs {
+    /// The play's per-host `vars_files`, as Ansible's variable manager reads them: each entry's
+    /// names rendered for the host, the first that is a file read. An entry none of whose files
+    /// is there fails the step (Ansible passes over it without a word).
+    fn play_vars_files(&self, cx: &StepCtx<'_>) -> Outcome {
+        let mut merged = Map::new();
+        let mut read = Vec::new();
+        for entry in &self.vars_files {
+            let mut tried = Vec::new();
+            let mut found = None;
+            for template in entry {
+                let name = match cx.templates.render_str(template, cx.vars) {
+                    Ok(n) => n.trim().to_string(),
+                    Err(e) => {
+                        return Outcome::failed(format!(
+                            "vars_files: '{template}': {}",
+                            crate::template::describe_error(&e)
+                        ));
+                    }
+                };
+                let candidates = self.candidates(&name, cx.local_dir);
+                found = candidates.iter().find(|p| self.files.contains_key(*p) || std::path::Path::new(p).is_file()).cloned();
+                tried.extend(candidates);
+                if found.is_some() {
+                    break;
+                }
+            }
+            let Some(path) = found else {
+                return Outcome::failed(format!("vars_files: none of {} is on the bastion", tried.join(", ")));
+            };
+            let vars = match self.files.get(&path) {
+                Some(v) => v.clone(),
+                None => match read_vars(std::path::Path::new(&path)) {
+                    Ok(v) => v,
+                    Err(e) => return Outcome::failed(e),
+                },
+            };
+            merged.extend(vars);
+            read.push(path);
+        }
+        let mut o = Outcome::ok("");
+        o.result.insert("ansible_included_var_files".into(), json!(read));
+        o.facts = Some(Map::from_iter([(VARS_FILES.to_string(), Value::Object(merged))]));
         o
     }
 }

@@ -577,8 +577,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
         }
     }
+    let mut dynamic = Vec::new();
     if let Some((_, v)) = get("vars_files") {
-        vars_files(f, v, &mut vars);
+        dynamic = vars_files(f, v, &mut vars);
     }
     let mut known = vars.clone();
     known.extend(f.import_vars.clone());
@@ -673,7 +674,10 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         }
     }
     unique_handler_names(f, &mut handlers, earlier_handlers);
-    let facts = if gather { Some(facts_step(f, node)?) } else { None };
+    let mut facts = if gather { vec![facts_step(f, node)?] } else { Vec::new() };
+    if !dynamic.is_empty() {
+        facts.extend(vars_files_step(f, node, dynamic));
+    }
     // Chunks of tasks after which Ansible flushes the notified handlers: each section, and the
     // parts of one that `meta: flush_handlers` separates (its key, for messages). The roles'
     // tasks come first in `tasks`, in one chunk with them, as Ansible compiles a play.
@@ -933,7 +937,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             p.continues = !plays.is_empty();
             p.flush_tags = gate.filter(|_| p.continues);
             p.name = unique(wanted, earlier, &plays);
-            p.steps = facts.take().into_iter().chain(steps).collect();
+            p.steps = std::mem::take(&mut facts).into_iter().chain(steps).collect();
             plays.push(p);
         }
     } else {
@@ -1107,31 +1111,31 @@ pub(super) fn is_flush_handlers(f: &mut Front, t: &Node) -> Flush {
 }
 
 /// `vars_files`: YAML mappings beside the playbook, read when it is loaded, each overriding the
-/// play's `vars` and the files before it (Ansible's precedence).
-fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
+/// play's `vars` and the files before it (Ansible's precedence). An entry that is templated
+/// (`vars/{{ ansible_os_family }}.yml`) or a list of candidates (the first found), and every
+/// entry after it, is decided per host when the play starts (after its facts): those entries
+/// are returned, each its candidates, for `vars_files_step`.
+fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) -> Vec<Vec<String>> {
     let items: Vec<&Node> = match &v.kind {
         Kind::Seq(s) => s.iter().collect(),
         _ => vec![v],
     };
+    let mut dynamic: Vec<Vec<String>> = Vec::new();
     for item in items {
-        let Some(rel) = item.as_str() else {
-            let m = format!(
-                "vars_files: each entry is a file name, not {} (a list of candidates is not supported yet)",
-                item.what()
-            );
+        let names: Option<Vec<String>> = match &item.kind {
+            Kind::Seq(alts) => alts.iter().map(|a| a.as_str().map(str::to_string)).collect(),
+            _ => item.as_str().map(|s| vec![s.to_string()]),
+        };
+        let Some(names) = names.filter(|n| !n.is_empty()) else {
+            let m = format!("vars_files: each entry is a file name or a list of them, not {}", item.what());
             f.p.add(item.line, item.column, m, "here", None);
             continue;
         };
-        if rel.contains("{{") {
-            f.p.add(
-                item.line,
-                item.column,
-                format!("vars_files: a templated path ('{rel}') is not supported yet"),
-                "here",
-                None,
-            );
+        if !dynamic.is_empty() || names.len() > 1 || names.iter().any(|n| n.contains("{{") || n.contains("{%")) {
+            dynamic.push(names);
             continue;
         }
+        let rel = names[0].as_str();
         let path = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { f.dir.join(rel) };
         let source = match crate::error::read_source(&path) {
             Ok(s) => s,
@@ -1164,6 +1168,38 @@ fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) {
                 None,
             ),
             Err(e) => f.p.errors.push(e),
+        }
+    }
+    dynamic
+}
+
+/// The step that reads a play's per-host `vars_files` entries (`vars_files`), first in the play
+/// after its facts: never shown nor counted (a gate), its variables the play's, under the
+/// tasks' own (see `steps::include_vars`). Every file the entries can name is read now.
+fn vars_files_step(f: &mut Front, node: &Node, entries: Vec<Vec<String>>) -> Option<Step> {
+    let dirs = [f.dir.clone()];
+    let mut files = serde_json::Map::new();
+    for name in entries.iter().flatten() {
+        let vaulted = modules::Vaulted { vault: f.vault.as_ref(), names: &mut f.secret_vars };
+        for (k, v) in modules::templated_candidates(&dirs, name, vaulted) {
+            files.entry(k).or_insert(v);
+        }
+    }
+    let search = vec![f.dir.display().to_string()];
+    let def: StepDef = serde_json::from_value(json!({
+        "name": "vars_files",
+        "tags": ["always"],
+        "include_vars": {"file": "", "search": search, "files": files, "vars_files": entries},
+    }))
+    .expect("a valid include_vars step");
+    match super::validate_step(&f.p.source, def, node.line, node.column, false) {
+        Ok(mut s) => {
+            s.gate = true;
+            Some(s)
+        }
+        Err(e) => {
+            f.p.errors.push(e);
+            None
         }
     }
 }

@@ -1717,7 +1717,7 @@ fn list_dirs(dirs: &[PathBuf]) -> String {
 /// directory's `vars/` (at any depth) and directly in it, each file whose path the template can
 /// give (its `{{ ... }}` parts matching anything; under `vars/` with or without that prefix)
 /// and that is a YAML or JSON mapping. Others are read if the step ever picks them.
-fn templated_candidates(dirs: &[PathBuf], template: &str, vaulted: Vaulted<'_>) -> Map<String, Value> {
+pub(super) fn templated_candidates(dirs: &[PathBuf], template: &str, vaulted: Vaulted<'_>) -> Map<String, Value> {
     let parts = regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}").expect("a valid pattern");
     let mut pattern = String::from("^");
     let mut last = 0;
