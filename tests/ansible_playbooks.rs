@@ -300,6 +300,18 @@ fn vars_files_decided_per_host_end_as_ansible_leaves_them() {
     assert_eq!(file(1, "/opt/app/vars-files-fact"), "fact\n");
 }
 
+/// meta: end_host (on one host by a when, then on every host) and end_play: the same files
+/// and recap as Ansible's; a handler notified before is not run, the next play is.
+#[test]
+fn a_play_ended_for_a_host_ends_as_ansible_ends_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "end-host.yml");
+    let there = |i: usize, p: &str| ours.lab().path(i, p).exists();
+    assert!(there(0, "/opt/app/two") && !there(1, "/opt/app/two"), "lab-2 ended before two");
+    assert!(there(0, "/opt/app/three"), "handlers flushed after pre_tasks");
+    assert!(!there(0, "/opt/app/never") && there(1, "/opt/app/second") && !there(1, "/opt/app/never-either"));
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

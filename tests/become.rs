@@ -187,6 +187,31 @@ fn su_refusals_fail_the_host_with_what_to_do_and_never_hang() {
     assert!(ran.stdout.starts_with("lab-1 | CHANGED | rc=0 >>\nroot\n"), "{}", ran.stdout);
 }
 
+/// Ansible's `become_method` keyword on a play, a block and a task: su where the play says so,
+/// sudo where a task says so (here sudo is gone: that task fails), and the inventory's
+/// `ansible_become_method` over any keyword, as Ansible's variables win over keywords.
+#[test]
+fn a_plays_become_method_is_used_where_the_inventory_sets_none() {
+    let site = su_site(Some("Root-Pw-1"));
+    site.edit("inventory.ini", |t| t.replace(" ansible_become_method=su", ""));
+    site.write(
+        "method.yml",
+        "- hosts: lab\n  become: true\n  become_method: su\n  gather_facts: false\n  tasks:\n    - command: id -un\n      register: who\n    - copy: {content: \"{{ who.stdout }}\\n\", dest: /root/by-su}\n    - block:\n        - command: id -un\n          become_method: ansible.builtin.sudo\n      become_method: su\n",
+    );
+    let ran = site.test().args(["run", "method.yml"]).status(2).run();
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/root/by-su")).unwrap(), "root\n");
+    assert!(
+        normalize(&ran.stdout, ran.site()).contains(
+            "FAILED: [lab-1] lab › command ([T]) — lab-1: sudo refused the become password of deploy (to become root)"
+        ),
+        "the task's own method, sudo, was used (and is gone): {}",
+        ran.stdout
+    );
+    // The inventory's method wins over the task's keyword.
+    site.edit("inventory.ini", |t| t.replace("ansible_become=true", "ansible_become=true ansible_become_method=su"));
+    site.test().args(["run", "method.yml"]).run();
+}
+
 /// Steps of a becoming play run in long-lived shells of the become user: sudo is asked once per
 /// shell (at most 4 per connection), not once per step.
 #[test]

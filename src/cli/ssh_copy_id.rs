@@ -129,6 +129,7 @@ pub fn spec_for(name: &str, address: &str, port: u16, user: &str, pubkey: &Path)
         r#become: None,
         become_settings: crate::transport::spec::Become { user: "root".into(), password: None, su: false },
         become_fixed: false,
+        method_fixed: false,
         password: None,
     }
 }

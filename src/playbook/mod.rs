@@ -149,6 +149,10 @@ impl Step {
 /// an always part, it is no longer: the host goes on after the block.
 pub const CLEAR_HOST_ERRORS: &str = "meta: clear_host_errors";
 
+/// `Step::module` of an Ansible `meta: end_host` (and an unconditional `meta: end_play`): the
+/// host runs nothing more of the play, its notified handlers included, and is not failed.
+pub const END_HOST: &str = "meta: end_host";
+
 /// A `meta: flush_handlers` inside a block (`Step::flush`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlushAt {

@@ -89,6 +89,9 @@ macro_rules! step_def {
             /// Ansible's `become_user` on a task: with `become: true`, the step runs as this
             /// user (sudo -u, or su), whoever the host's become user is.
             pub become_user: Option<String>,
+            /// Ansible's `become_method` keyword: `sudo` or `su`, where the inventory does not
+            /// set `ansible_become_method` for the host (Ansible's variables win over keywords).
+            pub become_method: Option<String>,
             #[serde(default)]
             pub vars: IndexMap<String, Value>,
             #[serde(rename = "loop")]

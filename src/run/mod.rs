@@ -77,6 +77,8 @@ pub struct Engine {
     /// A task that must not run (a dependency failed on another host, or a play was aborted).
     blocked: HashMap<NodeIndex, String>,
     failed_hosts: HashMap<String, Status>,
+    /// (playbook, play, host): a `meta: end_host` ended the play there.
+    ended: std::collections::HashSet<(usize, usize, String)>,
     /// Registered results and facts per host.
     registered: HostResults,
     notified: HashSet<(usize, usize, String, usize)>,
@@ -144,6 +146,7 @@ impl Engine {
             waiting_on,
             blocked: HashMap::new(),
             failed_hosts: HashMap::new(),
+            ended: Default::default(),
             registered: HostResults::default(),
             notified: HashSet::new(),
             aborted_plays: HashMap::new(),
@@ -248,6 +251,9 @@ impl Engine {
             return Some(Block::Quiet(Some(why.clone())));
         }
         let host = t.host.clone().unwrap_or_default();
+        if self.ended.contains(&(t.playbook, t.play, host.clone())) {
+            return Some(Block::Quiet(None));
+        }
         if let Some(st) = self.failed_hosts.get(&host) {
             // Handlers still run on failed hosts with --force-handlers (not on unreachable ones).
             let force = self.plan.play(&t).force_handlers.unwrap_or(self.opts.force_handlers);
@@ -734,6 +740,18 @@ impl Engine {
                             && let Some((d, _)) = self.detours.get_mut(&host)
                         {
                             d.pending = None;
+                        }
+                        if s.module.as_deref() == Some(crate::playbook::END_HOST) && o.status != Status::Skipped {
+                            // The play's later parts (sections split for handlers) too.
+                            let plays = &plan.playbooks[t.playbook].plays;
+                            let mut p = t.play;
+                            loop {
+                                self.ended.insert((t.playbook, p, host.clone()));
+                                if !plays.get(p + 1).is_some_and(|x| x.continues) {
+                                    break;
+                                }
+                                p += 1;
+                            }
                         }
                         // A play's per-host vars_files: what the gate read is the host's.
                         if let Some(f) = &o.facts {

@@ -352,8 +352,9 @@ impl Job {
         };
         let become_user = become_user.as_deref();
         let step_conn;
-        let conn = if r#become.is_some() || become_user.is_some() || !env.is_empty() {
-            step_conn = conn.for_step(r#become, become_user, env);
+        let become_method = step.def.become_method.as_deref();
+        let conn = if r#become.is_some() || become_user.is_some() || become_method.is_some() || !env.is_empty() {
+            step_conn = conn.for_step(r#become, become_user, become_method, env);
             &step_conn
         } else {
             conn

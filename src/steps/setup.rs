@@ -249,6 +249,8 @@ pub fn placeholder_vars() -> Map<String, Value> {
         f.insert(k.into(), json!(0));
     }
     f.insert("default_ipv4".into(), json!({"address": "", "gateway": "", "interface": ""}));
+    // One address, so that `| first` (a node's own address) has something to give.
+    f.insert("all_ipv4_addresses".into(), json!([""]));
     f.insert("python".into(), json!({"executable": "", "type": "CPython"}));
     fact_vars(f)
 }

@@ -170,6 +170,7 @@ impl HostConnection {
         &self,
         r#become: Option<bool>,
         become_user: Option<&str>,
+        become_method: Option<&str>,
         env: &[(String, String)],
     ) -> HostConnection {
         let mut c = self.clone();
@@ -184,11 +185,14 @@ impl HostConnection {
                 .or_else(|| self.spec.r#become.as_ref().map(|b| b.user.clone()))
                 .unwrap_or_else(|| settings.user.clone()),
             password: settings.password.clone(),
-            su: settings.su,
+            su: match become_method {
+                Some(m) if !self.spec.method_fixed => m == "su",
+                _ => settings.su,
+            },
         });
         let same = match (&want, &self.spec.r#become) {
             (None, None) => true,
-            (Some(a), Some(b)) => a.user == b.user,
+            (Some(a), Some(b)) => a.user == b.user && a.su == b.su,
             _ => false,
         };
         if !same {

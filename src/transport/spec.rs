@@ -54,6 +54,9 @@ pub struct HostSpec {
     /// The inventory sets `ansible_become` for the host: a play's or task's `become` keyword
     /// does not change it (Ansible's variables win over keywords).
     pub become_fixed: bool,
+    /// The inventory sets `ansible_become_method` for the host: a `become_method` keyword does
+    /// not change it.
+    pub method_fixed: bool,
     /// Login password (only `ssh-copy-id` and `ansible_password` use one).
     pub password: Option<Secret>,
 }
@@ -274,6 +277,7 @@ impl HostSpec {
             r#become,
             become_settings,
             become_fixed: false,
+            method_fixed: false,
             password,
         }
     }
@@ -289,8 +293,9 @@ impl HostSpec {
         let mut vars = defaults.clone();
         let own = inv.host_vars(name);
         let fixed = own.contains_key("ansible_become");
+        let method_fixed = own.contains_key("ansible_become_method");
         vars.extend(own);
-        HostSpec { become_fixed: fixed, ..HostSpec::from_vars(name, &vars, cfg) }
+        HostSpec { become_fixed: fixed, method_fixed, ..HostSpec::from_vars(name, &vars, cfg) }
     }
 
     /// `user@address:port`, for messages.

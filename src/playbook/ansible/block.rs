@@ -27,6 +27,7 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "tags",
     "become",
     "become_user",
+    "become_method",
     "vars",
     "ignore_errors",
     "delegate_to",
@@ -46,6 +47,7 @@ struct Inherited {
     tags: Vec<String>,
     r#become: Option<bool>,
     become_user: Option<String>,
+    become_method: Option<String>,
     vars: IndexMap<String, Value>,
     ignore_errors: bool,
     delegate_to: Option<String>,
@@ -79,6 +81,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "tags" => inherited.tags = task::names(f, k, v, true).unwrap_or_default(),
             "become" => inherited.r#become = task::flag(f, k, v),
             "become_user" => inherited.become_user = task::become_user(f, k, v),
+            "become_method" => inherited.become_method = task::become_method(f, k, v),
             "vars" => inherited.vars = task::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
             "ignore_errors" => inherited.ignore_errors = task::flag(f, k, v).unwrap_or(false),
             "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
@@ -247,6 +250,9 @@ fn inherit(b: &Inherited, s: &mut Step) {
     d.r#become = d.r#become.or(b.r#become);
     if d.become_user.is_none() {
         d.become_user = b.become_user.clone();
+    }
+    if d.become_method.is_none() {
+        d.become_method = b.become_method.clone();
     }
     d.check_mode = d.check_mode.or(b.check_mode);
     d.diff = d.diff.or(b.diff);

@@ -177,6 +177,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "any_errors_fatal",
     "become",
     "become_user",
+    "become_method",
     "gather_facts",
     "tags",
     "strategy",
@@ -190,22 +191,21 @@ const PLAY_KEYWORDS: &[&str] = &[
     "diff",
     "timeout",
     "throttle",
+    "gather_subset",
+    "gather_timeout",
+    "collections",
 ];
 
 /// Ansible play keywords not translated yet.
 const PLAY_NOT_YET: &[&str] = &[
     "vars_prompt",
-    "become_method",
     "become_flags",
     "ignore_unreachable",
     "order",
-    "collections",
     "module_defaults",
     "port",
     "run_once",
     "debugger",
-    "gather_subset",
-    "gather_timeout",
     "fact_path",
     "when",
 ];
@@ -508,6 +508,19 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             strategy(f, k, v);
             continue;
         }
+        // Accepted as they are: copctl gathers its one set of facts whatever the subset asks
+        // for, and finds a module by its short name or FQCN whatever the collections list.
+        if matches!(n, "gather_subset" | "collections") {
+            let names = match &v.kind {
+                Kind::Seq(items) => items.iter().all(|i| i.as_str().is_some()),
+                Kind::Scalar(Value::String(_)) => true,
+                _ => false,
+            };
+            if !names {
+                f.p.add_key(k, format!("{n}: a name or a list of names, not {}", v.what()), None);
+            }
+            continue;
+        }
         if PLAY_KEYWORDS.contains(&n) {
             continue;
         }
@@ -617,6 +630,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     };
     // Keywords every task of the play inherits where it sets none (Ansible's play → task).
     let become_user = get("become_user").and_then(|(k, v)| task::become_user(f, k, v));
+    let become_method = get("become_method").and_then(|(k, v)| task::become_method(f, k, v));
     let ignore_errors = get("ignore_errors").and_then(|(k, v)| task::flag(f, k, v));
     let check_mode = get("check_mode").and_then(|(k, v)| task::flag(f, k, v));
     let diff = get("diff").and_then(|(k, v)| task::flag(f, k, v));
@@ -852,6 +866,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
         for s in steps.chain(handlers.iter_mut().filter(|h| !earlier_handlers.iter().any(|e| e.name == h.name))) {
             if s.def.become_user.is_none() {
                 s.def.become_user = become_user.clone().filter(|u| u != "root");
+            }
+            if s.def.become_method.is_none() {
+                s.def.become_method = become_method.clone();
             }
             s.def.ignore_errors |= ignore_errors == Some(true);
             s.def.check_mode = s.def.check_mode.or(check_mode);

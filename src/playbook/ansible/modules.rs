@@ -817,7 +817,9 @@ pub fn translate(
         }
         "set_fact" => {
             let mut a = Args::new(p, name, node, extra, None);
-            a.default_only("cacheable", json!(false), "copctl keeps no fact cache");
+            // The fact is set as any set_fact sets it; Ansible's default (memory) fact cache
+            // keeps nothing past the run either.
+            let _ = a.flag(&["cacheable"]);
             for it in std::mem::take(&mut a.items) {
                 out.insert(it.name, it.value);
             }
@@ -1663,10 +1665,10 @@ pub fn translate(
                 return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
             }
             // A step of its own the engine knows by its module (task.rs), run quietly.
-            if what == "clear_host_errors" {
+            if matches!(what.as_str(), "clear_host_errors" | "end_host" | "end_play") {
                 return Some(Translated { kind: Some("assert"), args: json!({"that": ["true"]}), fields, fails: None });
             }
-            let help = "copctl runs meta: noop, meta: flush_handlers and meta: clear_host_errors only";
+            let help = "copctl runs meta: noop, flush_handlers, clear_host_errors, end_host and end_play";
             p.add(node.line, node.column, format!("meta: {what} is not supported yet"), "here", Some(help.into()));
             return None;
         }

@@ -39,6 +39,7 @@ pub const KEYWORDS: &[&str] = &[
     "tags",
     "become",
     "become_user",
+    "become_method",
     "until",
     "retries",
     "delay",
@@ -60,7 +61,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("connection", ""),
     ("remote_user", ""),
     ("port", ""),
-    ("become_method", ""),
     ("become_flags", ""),
     ("become_exe", ""),
     ("ignore_unreachable", ""),
@@ -184,6 +184,26 @@ pub(super) fn names(f: &mut Front, k: &Key, v: &Node, split_commas: bool) -> Opt
 /// `become_user`: a name, or a template rendered for each host when the task runs.
 pub(super) fn become_user(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
     text(f, k, v)
+}
+
+/// `become_method`: `sudo` or `su` (by their FQCNs too), the two copctl becomes with.
+pub(super) fn become_method(f: &mut Front, k: &Key, v: &Node) -> Option<String> {
+    match v.as_str().map(str::trim) {
+        Some("sudo" | "ansible.builtin.sudo") => Some("sudo".into()),
+        Some("su" | "ansible.builtin.su") => Some("su".into()),
+        Some(other) => {
+            f.p.add_key(
+                k,
+                format!("become_method: '{other}' is not supported"),
+                Some("copctl becomes with sudo or su".into()),
+            );
+            None
+        }
+        None => {
+            f.p.add_key(k, format!("become_method: a method's name, not {}", v.what()), None);
+            None
+        }
+    }
 }
 
 /// A mapping of variables.
@@ -317,6 +337,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     | "with_nested" | "with_subelements" | "with_first_found" | "with_fileglob" => loop_items(f, k, v),
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => become_user(f, k, v).map(Value::from),
+                    "become_method" => become_method(f, k, v).map(Value::from),
                     "until" => {
                         until_at = Some(k);
                         match condition(f, k, v) {
@@ -506,7 +527,25 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             // Not counted, as Ansible's meta tasks are not; the engine clears the host's pending
             // failure there (run/mod.rs).
             if short == "meta" {
-                s.module = Some(crate::playbook::CLEAR_HOST_ERRORS.into());
+                s.module = Some(match mv.as_str().map(str::trim) {
+                    Some("end_host") => crate::playbook::END_HOST.into(),
+                    // Unconditional, every host ends the play where it reaches it, as
+                    // Ansible's all do at once; with a `when`, Ansible ends it for the
+                    // others too, wherever they are: copctl's hosts do not wait for each
+                    // other at a task.
+                    Some("end_play") if s.def.when.is_some() => {
+                        f.p.add(
+                            node.line,
+                            node.column,
+                            "meta: end_play with a when is not supported yet".into(),
+                            "here",
+                            Some("copctl's hosts do not wait for each other at a task: use meta: end_host with the when, which ends the play for the host it holds on".into()),
+                        );
+                        return None;
+                    }
+                    Some("end_play") => crate::playbook::END_HOST.into(),
+                    _ => crate::playbook::CLEAR_HOST_ERRORS.into(),
+                });
                 s.gate = true;
             }
             if let Some(topics) = listen {
