@@ -301,6 +301,11 @@ impl HostVarLookup for SiteLookup {
         self.inventory.hosts.keys().cloned().collect()
     }
 
+    fn pattern_hosts(&self, patterns: &[String]) -> Vec<String> {
+        let parts: Vec<String> = patterns.iter().flat_map(|p| crate::inventory::pattern::split(p)).collect();
+        self.inventory.evaluate(&parts).unwrap_or_default()
+    }
+
     fn vars_of(&self, host: &str) -> Option<Value> {
         // Ansible's implicit localhost is always there for hostvars, as it makes it on demand.
         if !self.inventory.hosts.contains_key(host) && !crate::inventory::is_implicit_localhost(host) {

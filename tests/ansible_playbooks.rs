@@ -312,6 +312,29 @@ fn a_play_ended_for_a_host_ends_as_ansible_ends_it() {
     assert!(!there(0, "/opt/app/never") && there(1, "/opt/app/second") && !there(1, "/opt/app/never-either"));
 }
 
+/// The pipe and inventory_hostnames lookups: the same files and recap as Ansible's.
+#[test]
+fn pipe_and_inventory_lookups_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "lookups.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/lookups")).unwrap();
+    assert_eq!(
+        file,
+        "pipe=hello\n  world\ndir=app.yml\nhosts=['lab-1', 'lab-2']\nbut=['lab-2']\nnone=[]\nall=lab-1,lab-2\n"
+    );
+    let failed = std::fs::read_to_string(ours.lab().path(0, "/opt/app/lookups-failed")).unwrap();
+    assert_eq!(failed, "matched=True\n");
+    // Planning runs no command on the bastion.
+    std::fs::write(
+        ours.path("planned.yml"),
+        "- hosts: lab\n  gather_facts: false\n  tasks:\n    - debug: msg=\"{{ lookup('pipe', 'touch ran') }}\"\n",
+    )
+    .unwrap();
+    let out = ours.command(["plan", "planned.yml"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!ours.path("ran").exists(), "copctl plan ran the pipe lookup's command");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

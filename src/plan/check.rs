@@ -172,6 +172,10 @@ fn ruled_out(t: &Templates, when: Option<&Condition>, ctx: &minijinja::Value) ->
 }
 
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
+    crate::template::planning(|| check_all(site, plan))
+}
+
+fn check_all(site: &Site, plan: &Plan) -> Result<()> {
     let mut seen: HashSet<(usize, usize, TaskKind, String)> = HashSet::new();
     let regs: Vec<Arc<IndexMap<String, Value>>> =
         plan.playbooks.iter().map(|pb| Arc::new(placeholders(&site.templates, pb))).collect();

@@ -28,6 +28,11 @@ static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 pub trait HostVarLookup: Send + Sync + std::fmt::Debug {
     fn host_names(&self) -> Vec<String>;
     fn vars_of(&self, host: &str) -> Option<serde_json::Value>;
+    /// The inventory's hosts a host pattern selects (no `--limit`), for the inventory_hostnames
+    /// lookup; none where the pattern matches nothing.
+    fn pattern_hosts(&self, _patterns: &[String]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `hostvars`: another host's variables, lazily rendered in that host's own context.
@@ -279,13 +284,55 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file, fileglob, first_found, list, template and vars";
+const LOOKUPS: &str = "env, file, fileglob, first_found, inventory_hostnames, list, pipe, template and vars";
 
 thread_local! {
+    /// Set while the plan's checks render templates: the pipe lookup runs no command then.
+    static PLANNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The whole context of each rendering under way on this thread, innermost last: what the
     /// template lookup renders its file with (minijinja gives a function one variable at a
     /// time, and the lookup's file may read any of them, as Ansible's sees the task's vars).
     static ROOTS: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` as the plan's checks render: no lookup runs a command on the bastion (`pipe` gives
+/// "" then), as planning changes nothing anywhere.
+pub fn planning<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            PLANNING.with(|p| p.set(self.0));
+        }
+    }
+    let _reset = Reset(PLANNING.with(|p| p.replace(true)));
+    f()
+}
+
+/// Ansible's pipe lookup: each term a shell command run on the bastion in the playbook's
+/// directory, its output with trailing white space stripped; a command that fails is Ansible's
+/// error.
+fn pipe_lookup(state: &minijinja::State, terms: &[String]) -> Result<Vec<Value>, minijinja::Error> {
+    let mut out = Vec::new();
+    for cmd in terms {
+        if PLANNING.with(|p| p.get()) {
+            out.push(Value::from(""));
+            continue;
+        }
+        let mut c = std::process::Command::new("/bin/sh");
+        c.arg("-c").arg(cmd).stdin(std::process::Stdio::null());
+        if let Some(dir) =
+            state.lookup("playbook_dir").and_then(|v| v.as_str().map(PathBuf::from)).filter(|d| d.is_dir())
+        {
+            c.current_dir(dir);
+        }
+        let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
+        let o = c.output().map_err(|e| fail(format!("lookup('pipe', '{cmd}'): {e}")))?;
+        if !o.status.success() {
+            return Err(fail(format!("lookup_plugin.pipe({cmd}) returned {}", o.status.code().unwrap_or(-1))));
+        }
+        out.push(Value::from(String::from_utf8_lossy(&o.stdout).trim_end()));
+    }
+    Ok(out)
 }
 
 /// Runs `f` with `ctx` as the innermost rendering's context (see `ROOTS`).
@@ -412,6 +459,15 @@ fn run_lookup(
         }
         "list" => terms.to_vec(),
         "template" => template_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?, kw)?,
+        "pipe" => pipe_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?)?,
+        "inventory_hostnames" => {
+            let patterns = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
+            let hostvars = state.lookup("hostvars");
+            match hostvars.as_ref().and_then(|h| h.downcast_object_ref::<HostVars>()) {
+                Some(h) => h.lookup.pattern_hosts(&patterns).into_iter().map(Value::from).collect(),
+                None => return Err(fail("lookup('inventory_hostnames', ...): no inventory here".into())),
+            }
+        }
         "vars" => {
             // A variable by name (its value as the context holds it), or `default`.
             let default: Option<Value> = kw.get("default")?;
@@ -1451,7 +1507,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, list, template and vars lookups"
+                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, inventory_hostnames, list, pipe, template and vars lookups"
             ),
             "{e}"
         );
