@@ -335,6 +335,29 @@ fn pipe_and_inventory_lookups_end_as_ansible_leaves_them() {
     assert!(!ours.path("ran").exists(), "copctl plan ran the pipe lookup's command");
 }
 
+/// A task tagged `never` that copctl cannot run: a warning, not a refusal; the task stays out
+/// of a run as Ansible leaves it out, and fails, saying why, where `--tags` selects it.
+#[test]
+fn a_task_tagged_never_that_copctl_cannot_run_fails_only_where_selected() {
+    let site = site(1);
+    std::fs::write(
+        site.path("never.yml"),
+        "- hosts: lab\n  gather_facts: false\n  tasks:\n    - name: rotate keys\n      cron: name=rotate job=/bin/true\n      tags: [never, rotate]\n    - file: {path: /opt/app, state: directory}\n",
+    )
+    .unwrap();
+    let warning = "warning: a task tagged never holds what copctl cannot run (it fails where --tags selects it): never.yml:5:7: module 'cron' is not supported yet\n";
+    let out = site.command(["validate", "never.yml"]).output().unwrap();
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), warning));
+    assert_eq!(copctl_run_with(&site, &["never.yml"]), Recap::from([("lab-1".into(), [1, 1, 0, 0, 0])]));
+    let out = site.command(["run", "never.yml", "--tags", "rotate"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("copctl cannot run this task: never.yml:5:7: module 'cron' is not supported yet"),
+        "{stdout}"
+    );
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

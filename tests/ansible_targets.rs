@@ -231,6 +231,9 @@ fn copctl_outcome(t: &Target, dir: &std::path::Path) -> Vec<Outcome> {
             continue;
         }
         let ran = site.command(["run"].iter().chain(&pb).chain(&["--output", "json"])).output().unwrap();
+        // Kept beside ansible-playbook's log of the same playbook, to compare them.
+        let log = repo().join(format!("target/ansible-targets-{}-{}.copctl.log", t.name, pb[0].replace('/', "_")));
+        let _ = std::fs::write(log, [ran.stdout.as_slice(), ran.stderr.as_slice()].concat());
         let events: Vec<serde_json::Value> =
             stdout(&ran).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
         // The recap in Ansible's terms (its `ok` counts changed tasks too), summed over hosts.

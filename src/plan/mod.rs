@@ -429,11 +429,12 @@ impl Builder<'_> {
                 for &hi in &notified {
                     let deps = cur[h.as_str()].clone();
                     let handler = &pb.handlers[hi];
+                    let runs_on = self.delegate(pb, handler, h)?;
                     let t = Task {
                         playbook: pi,
                         play: ki,
                         host: Some(h.clone()),
-                        runs_on: None,
+                        runs_on,
                         kind: TaskKind::Handler(hi),
                         read_only: handler.read_only,
                         outside_limit: false,
@@ -532,20 +533,10 @@ impl Builder<'_> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn step_task(
-        &mut self,
-        pb: &Playbook,
-        pi: usize,
-        ki: usize,
-        si: usize,
-        host: &str,
-        batch: usize,
-        outside_limit: bool,
-        deps: &[NodeIndex],
-    ) -> Result<NodeIndex> {
-        let step = &pb.plays[ki].steps[si];
-        let runs_on = match &step.def.delegate_to {
+    /// Where `step` runs for `host` (`delegate_to`, rendered for the host): `None` on the host
+    /// itself.
+    fn delegate(&self, pb: &Playbook, step: &crate::playbook::Step, host: &str) -> Result<Option<String>> {
+        Ok(match &step.def.delegate_to {
             Some(d) => {
                 let target = self.site.render_for_host(pb, host, d).map_err(|e| {
                     step.source(&pb.source).error_at(
@@ -570,7 +561,23 @@ impl Builder<'_> {
                 (target != host).then_some(target)
             }
             None => None,
-        };
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn step_task(
+        &mut self,
+        pb: &Playbook,
+        pi: usize,
+        ki: usize,
+        si: usize,
+        host: &str,
+        batch: usize,
+        outside_limit: bool,
+        deps: &[NodeIndex],
+    ) -> Result<NodeIndex> {
+        let step = &pb.plays[ki].steps[si];
+        let runs_on = self.delegate(pb, step, host)?;
         let mut all_deps = deps.to_vec();
         // A task that reads another host's registered result (through `hostvars`) waits for the
         // tasks that register it in another play, and does not run if they failed; within its

@@ -94,6 +94,10 @@ impl Job {
         if let Some(r) = registered {
             own.extend(r.iter().filter(|(k, _)| *k != VARS_FILES).map(|(k, v)| (k.clone(), v.clone())));
         }
+        // Ansible's variables of the host a task is delegated to, by its name.
+        if let Some(d) = t.runs_on.as_deref() {
+            own.insert("ansible_delegated_vars".into(), json!({ d: format!("{{{{ hostvars[{}] }}}}", json!(d)) }));
+        }
         own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
         own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));
         let ctx = self.context(&own);

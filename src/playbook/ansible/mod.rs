@@ -84,6 +84,11 @@ pub(crate) struct Front {
     roles_seen: Vec<(PathBuf, Value, Option<std::ops::Range<usize>>)>,
     /// Whether the play's `roles:` are being expanded.
     in_play_roles: bool,
+    /// The roles being read are the play's (its `roles:`, an `import_role`): their `vars/`
+    /// are the play's too (`exported_vars`), as Ansible's public roles' are.
+    public_roles: bool,
+    /// What the play's public roles' `vars/` files set, for every task of the play.
+    exported_vars: serde_json::Map<String, Value>,
     /// The tags of the roles being expanded, outermost first.
     role_tags: Vec<Vec<String>>,
     /// The handlers of the play's roles, before the play's own (Ansible's order).
@@ -223,6 +228,49 @@ pub fn is_list_of_plays(text: &str) -> bool {
 /// steps it stands for, in order: a block (block.rs) and an include or role (include.rs) expand
 /// to the steps they hold, anything else is one task.
 pub(crate) fn expand(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
+    let tags: Vec<String> =
+        match node.as_map().and_then(|m| m.iter().find(|(k, _)| k.name == "tags")).map(|(_, v)| v.to_value()) {
+            Some(Value::String(t)) => t.split(',').map(|t| t.trim().to_string()).collect(),
+            Some(Value::Array(a)) => a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect(),
+            _ => Vec::new(),
+        };
+    if !tags.iter().any(|t| t == "never") {
+        return expand_task(f, node, handler, out);
+    }
+    // A task tagged `never` runs only where `--tags` names it: what copctl cannot run in it
+    // is a warning, and the task fails where it is asked to run.
+    let (problems, from) = (f.p.count(), out.len());
+    let flushes = (f.flush_pending.clone(), f.flush_before.len());
+    expand_task(f, node, handler, out);
+    if f.p.count() == problems {
+        return;
+    }
+    let errors = f.p.errors.split_off(problems);
+    out.truncate(from);
+    f.flush_pending = flushes.0;
+    f.flush_before.truncate(flushes.1);
+    for e in &errors {
+        f.warnings
+            .push(format!("a task tagged never holds what copctl cannot run (it fails where --tags selects it): {e}"));
+    }
+    let first = errors.first().map(|e| e.to_string()).unwrap_or_default();
+    let name = node
+        .as_map()
+        .and_then(|m| m.iter().find(|(k, _)| k.name == "name"))
+        .and_then(|(_, v)| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "a task tagged never".into());
+    let msg = format!("copctl cannot run this task: {first}");
+    let def = json!({"name": name, "tags": tags, "ansible": true,
+        "assert": {"that": ["false"], "fail_msg": format!("{{% raw %}}{msg}{{% endraw %}}")}});
+    let def: StepDef = serde_json::from_value(def).expect("a valid assert step");
+    match super::validate_step(&f.p.source, def, node.line, node.column, handler) {
+        Ok(s) => out.push(s),
+        Err(e) => f.p.errors.push(e),
+    }
+}
+
+/// `expand` for any task.
+fn expand_task(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let rewritten;
     let node = if node.as_map().is_some_and(|m| m.iter().any(|(k, _)| k.name == "action" || k.name == "local_action")) {
         match action::normalize(f, node) {
@@ -275,6 +323,8 @@ pub fn parse(
         defaults: Default::default(),
         roles_seen: Vec::new(),
         in_play_roles: false,
+        public_roles: false,
+        exported_vars: Default::default(),
         role_tags: Vec::new(),
         role_handlers: Vec::new(),
         role_chain: Vec::new(),
@@ -914,6 +964,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     if f.p.count() != before {
         return None;
     }
+    // The public roles' variables, over the play's vars and vars_files (Ansible's "role
+    // exported vars"), for each of its tasks; each role's own tasks see them under its own.
+    vars.extend(std::mem::take(&mut f.exported_vars));
     let template = Play {
         name: String::new(),
         hosts,

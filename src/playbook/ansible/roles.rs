@@ -51,11 +51,13 @@ pub fn play_roles(f: &mut Front, k: &Key, v: &Node, out: &mut Vec<Step>) {
         }
     };
     f.in_play_roles = true;
+    let public = std::mem::replace(&mut f.public_roles, true);
     for item in items {
         if let Some(spec) = entry(f, item) {
             role(f, spec, out);
         }
     }
+    f.public_roles = public;
     f.in_play_roles = false;
 }
 
@@ -275,10 +277,14 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
             let start = out.len();
             let mut spec = spec;
             let keywords = std::mem::take(&mut spec.keywords);
+            let public = std::mem::replace(&mut f.public_roles, false);
             role(f, spec, out);
+            f.public_roles = public;
             include::dynamic(f, node, key, keywords, start, out);
         } else {
+            let public = std::mem::replace(&mut f.public_roles, true);
             role(f, spec, out);
+            f.public_roles = public;
         }
         return;
     };
@@ -676,12 +682,22 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         "role_path".into(),
         Value::String(std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()).display().to_string()),
     );
-    own.vars.extend(vars_file(f, &spec, &dir.join("vars"), spec.vars_from.as_ref(), "vars_from"));
+    let role_vars = vars_file(f, &spec, &dir.join("vars"), spec.vars_from.as_ref(), "vars_from");
+    if f.public_roles {
+        f.exported_vars.extend(role_vars.clone());
+    }
+    own.vars.extend(role_vars);
     own.vars.extend(spec.vars.vars.clone());
     if let Some(path) = role_file(f, &spec, &dir.join("handlers"), spec.handlers_from.as_ref(), "handlers_from") {
         let mut hs = Vec::new();
         include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
         own.apply(&mut hs);
+        // An import_role's delegate_to holds for the role's handlers too, as in Ansible.
+        if let Some(d) = &spec.keywords.delegate_to {
+            for h in hs.iter_mut().filter(|h| h.def.delegate_to.is_none()) {
+                h.def.delegate_to = Some(d.clone());
+            }
+        }
         // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
         // (ROLE the role's name, or a collection's role by its FQCN).
         let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
