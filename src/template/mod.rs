@@ -284,7 +284,7 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file, fileglob, first_found, inventory_hostnames, list, pipe, template and vars";
+const LOOKUPS: &str = "env, file, fileglob, first_found, indexed_items, inventory_hostnames, lines, list, pipe, random_choice, template and vars";
 
 thread_local! {
     /// Set while the plan's checks render templates: the pipe lookup runs no command then.
@@ -430,6 +430,18 @@ fn run_lookup(
         Some(s) => Ok(s.to_string()),
         None => Err(fail(format!("lookup('{kind}', ...): each term is text, not {v}"))),
     };
+    // `with_X: "{{ list }}"` gives the lookup its list as one term: its items are the terms.
+    let spread: Vec<Value>;
+    let terms = match terms {
+        [one]
+            if matches!(kind, "inventory_hostnames" | "lines" | "random_choice")
+                && one.kind() == minijinja::value::ValueKind::Seq =>
+        {
+            spread = one.try_iter()?.collect();
+            spread.as_slice()
+        }
+        _ => terms,
+    };
     let out = match kind {
         "env" => {
             let names = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
@@ -460,6 +472,40 @@ fn run_lookup(
         "list" => terms.to_vec(),
         "template" => template_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?, kw)?,
         "pipe" => pipe_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?)?,
+        // The lines of each command's output (Ansible's lines lookup: pipe's, split).
+        "lines" => {
+            let cmds = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
+            let mut out = Vec::new();
+            for (cmd, o) in cmds.iter().zip(pipe_lookup(state, &cmds).map_err(|e| {
+                let msg = e.detail().unwrap_or_default().replace("lookup_plugin.pipe(", "lookup_plugin.lines(");
+                fail(msg)
+            })?) {
+                let _ = cmd;
+                out.extend(o.as_str().unwrap_or_default().lines().map(Value::from));
+            }
+            out
+        }
+        // [index, item] of each item, the terms flattened one level (Ansible's indexed_items).
+        "indexed_items" => {
+            let mut items = Vec::new();
+            for t in terms {
+                match t.try_iter() {
+                    Ok(i) if t.as_str().is_none() && t.kind() == minijinja::value::ValueKind::Seq => items.extend(i),
+                    _ => items.push(t.clone()),
+                }
+            }
+            items.into_iter().enumerate().map(|(i, v)| Value::from(vec![Value::from(i), v])).collect()
+        }
+        // One of the terms, at random (Ansible's random_choice).
+        "random_choice" => {
+            use std::hash::{BuildHasher, Hasher};
+            if terms.is_empty() {
+                vec![]
+            } else {
+                let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
+                vec![terms[(r % terms.len() as u64) as usize].clone()]
+            }
+        }
         "inventory_hostnames" => {
             let patterns = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
             let hostvars = state.lookup("hostvars");
@@ -1507,7 +1553,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, inventory_hostnames, list, pipe, template and vars lookups"
+                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, indexed_items, inventory_hostnames, lines, list, pipe, random_choice, template and vars lookups"
             ),
             "{e}"
         );

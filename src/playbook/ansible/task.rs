@@ -28,6 +28,10 @@ pub const KEYWORDS: &[&str] = &[
     "with_subelements",
     "with_first_found",
     "with_fileglob",
+    "with_indexed_items",
+    "with_inventory_hostnames",
+    "with_lines",
+    "with_random_choice",
     "loop_control",
     "check_mode",
     "diff",
@@ -64,9 +68,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("become_flags", ""),
     ("become_exe", ""),
     ("ignore_unreachable", ""),
-    ("with_lines", ""),
-    ("with_indexed_items", ""),
-    ("with_random_choice", ""),
 ];
 
 /// Structure copctl does not have yet: blocks and includes.
@@ -333,8 +334,20 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     // A handler's is checked when the play's handlers are known (mod.rs).
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
-                    "loop" | "with_items" | "with_dict" | "with_list" | "with_sequence" | "with_together"
-                    | "with_nested" | "with_subelements" | "with_first_found" | "with_fileglob" => loop_items(f, k, v),
+                    "loop"
+                    | "with_items"
+                    | "with_dict"
+                    | "with_list"
+                    | "with_sequence"
+                    | "with_together"
+                    | "with_nested"
+                    | "with_subelements"
+                    | "with_first_found"
+                    | "with_fileglob"
+                    | "with_indexed_items"
+                    | "with_inventory_hostnames"
+                    | "with_lines"
+                    | "with_random_choice" => loop_items(f, k, v),
                     "loop_control" => loop_control(f, k, v, &own_vars(map)),
                     "become_user" => become_user(f, k, v).map(Value::from),
                     "become_method" => become_method(f, k, v).map(Value::from),
@@ -630,6 +643,10 @@ pub(super) fn loop_items(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         "with_subelements" => with_subelements(f, k, v),
         "with_first_found" => with_first_found(f, k, v),
         "with_fileglob" => with_fileglob(f, k, v),
+        "with_indexed_items" => with_lookup(f, k, v, "indexed_items"),
+        "with_inventory_hostnames" => with_lookup(f, k, v, "inventory_hostnames"),
+        "with_lines" => with_lookup(f, k, v, "lines"),
+        "with_random_choice" => with_lookup(f, k, v, "random_choice"),
         _ => Some(v.to_value()),
     }
 }
@@ -856,6 +873,25 @@ fn with_fileglob(f: &mut Front, k: &Key, v: &Node) -> Option<Value> {
         Some(e) => Some(Value::String(format!("{{{{ query('fileglob', {}) }}}}", e.join(", ")))),
         None => {
             f.p.add_key(k, "with_fileglob: a {% %} block inside a pattern is not supported yet".into(), None);
+            None
+        }
+    }
+}
+
+/// `with_<lookup>`: the lookup's list over the terms (a list, or one term), when the loop runs.
+fn with_lookup(f: &mut Front, k: &Key, v: &Node, lookup: &str) -> Option<Value> {
+    let terms = match v.to_value() {
+        Value::Array(a) => a,
+        Value::String(s) if lone_expression(&s).is_some() => {
+            let e = lone_expression(&s).unwrap_or_default().to_string();
+            return Some(Value::String(format!("{{{{ query('{lookup}', ({e})) }}}}")));
+        }
+        other => vec![other],
+    };
+    match terms.iter().map(template_expr).collect::<Option<Vec<_>>>() {
+        Some(e) => Some(Value::String(format!("{{{{ query('{lookup}', {}) }}}}", e.join(", ")))),
+        None => {
+            f.p.add_key(k, format!("{}: a {{% %}} block inside a term is not supported yet", k.name), None);
             None
         }
     }
