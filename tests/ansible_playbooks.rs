@@ -358,6 +358,21 @@ fn a_task_tagged_never_that_copctl_cannot_run_fails_only_where_selected() {
     );
 }
 
+/// module_defaults on a play, a block and a task: the same files, modes and recap as Ansible's.
+#[test]
+fn module_defaults_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "module-defaults.yml");
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(ours.lab().path(0, p)).unwrap().permissions().mode() & 0o7777
+    };
+    assert_eq!(
+        ["/opt/app", "/opt/app/own", "/opt/app/a", "/opt/app/b", "/opt/app/in-block", "/opt/app/c"].map(mode),
+        [0o750, 0o700, 0o640, 0o600, 0o750, 0o604]
+    );
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

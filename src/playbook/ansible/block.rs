@@ -38,6 +38,7 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "diff",
     "no_log",
     "any_errors_fatal",
+    "module_defaults",
 ];
 
 /// What a block hands down to every step it holds.
@@ -66,6 +67,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let before = f.p.count();
     let mut inherited = Inherited::default();
     let mut parts: Vec<(Part, &Key, &Node)> = Vec::new();
+    let mut module_defaults = None;
     for (k, v) in map {
         let n = k.name.as_str();
         match n {
@@ -90,6 +92,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "no_log" => inherited.no_log = task::flag(f, k, v),
             "any_errors_fatal" => inherited.any_errors_fatal = task::flag(f, k, v).unwrap_or(false),
             "delegate_to" => inherited.delegate_to = task::text(f, k, v),
+            "module_defaults" => module_defaults = Some(super::module_defaults(f, k, v)),
             "environment" => {
                 inherited.environment = task::vars(f, k, v)
                     .map(|m| {
@@ -132,6 +135,8 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
         }
     }
     let mut steps = Vec::new();
+    let pushed = module_defaults.is_some();
+    f.p.module_defaults.extend(module_defaults);
     for (part, k, v) in parts {
         if handler && part != Part::Block {
             f.p.add_key(
@@ -183,6 +188,9 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                 steps.push(s);
             }
         }
+    }
+    if pushed {
+        f.p.module_defaults.pop();
     }
     if f.p.count() != before {
         return;

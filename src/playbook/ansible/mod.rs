@@ -36,6 +36,9 @@ use node::{Key, Kind, Node};
 pub(crate) struct Problems {
     source: Source,
     errors: Vec<Error>,
+    /// `module_defaults` in force where a task is read: module → arguments, outermost first
+    /// (the play's, then each enclosing block's, then the task's own).
+    module_defaults: Vec<serde_json::Map<String, Value>>,
 }
 
 impl Problems {
@@ -199,6 +202,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "gather_subset",
     "gather_timeout",
     "collections",
+    "module_defaults",
 ];
 
 /// Ansible play keywords not translated yet.
@@ -207,7 +211,6 @@ const PLAY_NOT_YET: &[&str] = &[
     "become_flags",
     "ignore_unreachable",
     "order",
-    "module_defaults",
     "port",
     "run_once",
     "debugger",
@@ -314,7 +317,7 @@ pub fn parse(
     let file = std::fs::canonicalize(dir.join(Path::new(&source.name).file_name().unwrap_or_default()))
         .unwrap_or_else(|_| PathBuf::from(&source.name));
     let mut f = Front {
-        p: Problems { source: source.clone(), errors: Vec::new() },
+        p: Problems { source: source.clone(), errors: Vec::new(), module_defaults: Vec::new() },
         dir: dir.to_path_buf(),
         top_dir: dir.to_path_buf(),
         place: Place { task_dir: dir.to_path_buf(), search: vec![dir.to_path_buf()], role_dir: None },
@@ -639,6 +642,11 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             Value::Null => {}
             _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
         }
+    }
+    f.p.module_defaults.clear();
+    if let Some((k, v)) = get("module_defaults") {
+        let d = module_defaults(f, k, v);
+        f.p.module_defaults.push(d);
     }
     let mut dynamic = Vec::new();
     if let Some((_, v)) = get("vars_files") {
@@ -1272,6 +1280,48 @@ fn vars_files_step(f: &mut Front, node: &Node, entries: Vec<Vec<String>>) -> Opt
             None
         }
     }
+}
+
+/// `module_defaults` (a play's, a block's or a task's): module name → its default arguments,
+/// as Ansible's mapping (or a list of them); a module by its short name or FQCN. Action groups
+/// (`group/...`) are refused.
+pub(super) fn module_defaults(f: &mut Front, k: &Key, v: &Node) -> serde_json::Map<String, Value> {
+    let maps: Vec<&Node> = match &v.kind {
+        Kind::Seq(items) => items.iter().collect(),
+        Kind::Scalar(Value::Null) => vec![],
+        _ => vec![v],
+    };
+    let mut out = serde_json::Map::new();
+    for m in maps {
+        let Some(entries) = m.as_map() else {
+            f.p.add_key(k, format!("module_defaults: a mapping of modules to arguments, not {}", m.what()), None);
+            continue;
+        };
+        for (mk, mv) in entries {
+            if mk.name.starts_with("group/") {
+                f.p.add_key(
+                    mk,
+                    format!("module_defaults: action group '{}' is not supported yet", mk.name),
+                    Some("name each module".into()),
+                );
+                continue;
+            }
+            match mv.to_value() {
+                Value::Object(args) => {
+                    let short = mk.name.rsplit('.').next().unwrap_or(&mk.name).to_string();
+                    let e = out.entry(short).or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    if let Value::Object(have) = e {
+                        have.extend(args);
+                    }
+                }
+                Value::Null => {}
+                other => {
+                    f.p.add_key(mk, format!("module_defaults: {}: arguments are a mapping, not {other}", mk.name), None)
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The tasks of a section (`tasks:` and the like): a list, or nothing.

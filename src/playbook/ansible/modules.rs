@@ -177,6 +177,18 @@ impl<'p> Args<'p> {
                 ),
             }
         }
+        // `module_defaults` for the arguments the task does not give, the innermost first.
+        let mut defaults = Vec::new();
+        for layer in a.p.module_defaults.iter().rev() {
+            if let Some(Value::Object(d)) = layer.get(module) {
+                for (k, v) in d {
+                    if !a.items.iter().any(|i| i.name == *k) && !defaults.iter().any(|i: &Arg| i.name == *k) {
+                        defaults.push(Arg { name: k.clone(), value: v.clone(), line: a.at.0, column: a.at.1 });
+                    }
+                }
+            }
+        }
+        a.items.extend(defaults);
         a
     }
 

@@ -37,6 +37,7 @@ pub const KEYWORDS: &[&str] = &[
     "diff",
     "timeout",
     "throttle",
+    "module_defaults",
     "no_log",
     "async",
     "poll",
@@ -60,7 +61,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("delegate_facts", ""),
     ("any_errors_fatal", "set it on the play"),
     ("debugger", ""),
-    ("module_defaults", ""),
     ("collections", ""),
     ("connection", ""),
     ("remote_user", ""),
@@ -257,6 +257,7 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let mut unknown: Vec<&Key> = Vec::new();
     let mut def = Map::new();
     let mut args: Option<&Node> = None;
+    let mut own_defaults = None;
     let mut until_at: Option<&Key> = None;
     let mut retries_at: Option<&Key> = None;
     let mut async_at: Option<(&Key, u64)> = None;
@@ -395,6 +396,10 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         args = Some(v);
                         None
                     }
+                    "module_defaults" => {
+                        own_defaults = Some(super::module_defaults(f, k, v));
+                        None
+                    }
                     "listen" => {
                         if handler {
                             listen = names(f, k, v, false);
@@ -479,7 +484,13 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         *l = l.replace("__SUBDIR__", first_found_subdir(&mk.name));
     }
     let vaulted = modules::Vaulted { vault: f.vault.as_ref(), names: &mut f.secret_vars };
-    let mut t = modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted)?;
+    let pushed = own_defaults.is_some();
+    f.p.module_defaults.extend(own_defaults);
+    let t = modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted);
+    if pushed {
+        f.p.module_defaults.pop();
+    }
+    let mut t = t?;
     let Some(mut kind) = t.kind else {
         // A `meta: noop` handler may still be notified: it does nothing, as Ansible's shows
         // no result for it.
