@@ -12,6 +12,9 @@ if ! { [ -x "$venv/bin/ansible-inventory" ] && "$venv/bin/ansible-inventory" --v
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'ansible-core>=2.19,<2.22'
   "$venv/bin/ansible" --version | sed -n 1p  # reads all: head would close the pipe and fail ansible (EPIPE, exit 250)
 fi
+# Ansible's password_hash filter needs passlib (a site that hashes passwords has it).
+"$venv/bin/python" -c 'import passlib' 2>/dev/null \
+  || "$venv/bin/pip" install --quiet --disable-pip-version-check 'passlib>=1.7,<2'
 py=.peers/pyinfra
 if ! { [ -x "$py/bin/pyinfra" ] && "$py/bin/pyinfra" --version >/dev/null 2>&1; }; then
   rm -rf "$py"

@@ -10,6 +10,7 @@
 
 mod filters;
 mod format;
+mod password;
 mod yaml_dump;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -1147,6 +1148,7 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn add_filters(env: &mut Environment<'static>) {
+    password::add(env);
     // Ansible's `with_together` over templated lists: the lists zipped item by item, a shorter
     // list's missing items none (its together lookup). Used by the Ansible front-end's loops.
     env.add_filter("with_together", |v: Value| -> Result<Value, minijinja::Error> {
