@@ -373,6 +373,20 @@ fn module_defaults_end_as_ansible_leaves_them() {
     );
 }
 
+/// copy's directory_mode, local_follow and follow: the same tree, modes and links as Ansible's.
+#[test]
+fn copied_directories_and_followed_links_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "copy-dirs.yml");
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(ours.lab().path(0, p)).unwrap().permissions().mode() & 0o7777
+    };
+    assert_eq!(["/opt/app/tree", "/opt/app/tree/sub", "/opt/app/made"].map(mode), [0o700, 0o700, 0o750]);
+    assert_eq!(std::fs::read_to_string(ours.lab().path(0, "/opt/app/real")).unwrap(), "through\n");
+    assert!(ours.lab().path(0, "/opt/app/link").is_symlink(), "the link stays");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).
@@ -602,7 +616,7 @@ fn an_unsupported_argument_is_refused_never_dropped() {
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(
-        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        directory_mode: 0755\n    - file: path=/x state=gone\n    - shell: echo\n      debugger: always\n",
+        "- hosts: web\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - copy:\n        dest: /etc/x\n        content: y\n        mode: 0644\n        unsafe_writes: yes\n    - file: path=/x state=gone\n    - shell: echo\n      debugger: always\n",
         r#"  x site.yml: 5 problems: copctl cannot run this playbook as written
 
 Error: 
@@ -627,20 +641,20 @@ Error:
   help: copctl runs without a terminal to answer a prompt: give seconds or minutes
 
 Error: 
-  x site.yml:9:9: copy: argument 'directory_mode' is not supported
+  x site.yml:9:9: copy: argument 'unsafe_writes' is not supported
     ,-[site.yml:9:9]
   8 |         mode: 0644
-  9 |         directory_mode: 0755
-    :         ^^^^^^^|^^^^^^
-    :                `-- this argument
+  9 |         unsafe_writes: yes
+    :         ^^^^^^|^^^^^^
+    :               `-- this argument
  10 |     - file: path=/x state=gone
     `----
-  help: copy takes: src, content, dest, mode, owner, group, force, remote_src, backup, validate
+  help: copy takes: src, content, dest, mode, owner, group, force, remote_src, backup, validate, directory_mode, follow, local_follow
 
 Error: 
   x site.yml:10:21: file: state 'gone' is not supported
     ,-[site.yml:10:21]
-  9 |         directory_mode: 0755
+  9 |         unsafe_writes: yes
  10 |     - file: path=/x state=gone
     :                     ^^|^^
     :                       `-- this argument

@@ -32,6 +32,11 @@ pub struct CopyArgs {
     pub backup: bool,
     /// A command (`%s`: the new content's temporary file) that must succeed before it goes in.
     pub validate: Option<String>,
+    /// The mode of the directories the copy makes (a directory's copy, a `dest` ending in `/`).
+    pub directory_mode: Option<Mode>,
+    /// A link at `dest` is followed: the file it points at gets the content, the link stays.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow: bool,
 }
 
 impl CopyArgs {
@@ -54,7 +59,18 @@ impl Kind for CopyArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
-        let a = self;
+        let followed;
+        let a = if self.follow && !self.remote_src && !self.dest.ends_with('/') {
+            match follow_link(cx, &self.dest).await {
+                Ok(d) => {
+                    followed = CopyArgs { dest: d, ..self.clone() };
+                    &followed
+                }
+                Err(o) => return o,
+            }
+        } else {
+            self
+        };
         if a.remote_src {
             if a.backup || a.validate.is_some() {
                 return Outcome::failed("copy: backup and validate with remote_src are not supported yet");
@@ -109,6 +125,29 @@ impl Kind for CopyArgs {
     }
 }
 
+/// Where a link at `dest` points, in the end (`dest` itself where it is no link).
+async fn follow_link(cx: &StepCtx<'_>, dest: &str) -> Result<String, Outcome> {
+    let dest = super::home::expand_home(cx, dest).await?;
+    let script = format!(
+        "d={}; if [ -L \"$d\" ]; then readlink -f -- \"$d\"; else printf '%s' \"$d\"; fi",
+        crate::template::shell_quote(&dest)
+    );
+    let out = cx.sh(&script, None).await?;
+    if !out.success() {
+        return Err(Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n').to_string())
+}
+
+/// `mkdir -p "$t"`, then the `directory_mode` asked for on what it made.
+fn make_dir(a: &CopyArgs) -> Result<String, Outcome> {
+    match a.directory_mode.as_ref().map(Mode::bits).transpose() {
+        Ok(Some(m)) => Ok(format!("mkdir -p \"$t\" && chmod {m:o} \"$t\"")),
+        Ok(None) => Ok("mkdir -p \"$t\"".to_string()),
+        Err(e) => Err(Outcome::failed(format!("directory_mode: {e}"))),
+    }
+}
+
 /// The files and directories under `dir`, relative to it, sorted (directories before what they
 /// hold).
 fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<(String, bool)>) -> Result<(), String> {
@@ -160,7 +199,11 @@ async fn copy_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
     for (rel, is_dir) in entries {
         let target = if rel.is_empty() { base.clone() } else { format!("{base}/{rel}") };
         if is_dir {
-            let make = if cx.check { "true".to_string() } else { format!("mkdir -p \"$t\"{own}") };
+            let make = match make_dir(a) {
+                _ if cx.check => "true".to_string(),
+                Ok(m) => format!("{m}{own}"),
+                Err(o) => return o,
+            };
             let script = format!(
                 "t={}; if [ -d \"$t\" ]; then exit 0; fi; if [ -e \"$t\" ]; then echo \"$t exists and is not a directory\" >&2; exit 1; fi; {make} && echo CHANGED",
                 shell_quote(&target)
@@ -207,7 +250,11 @@ async fn into_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
         return Outcome::failed(format!("src '{src}' names no file"));
     };
     let dir = a.dest.trim_end_matches('/').to_string();
-    let make = if cx.check { "true" } else { "mkdir -p \"$t\"" };
+    let make = match make_dir(a) {
+        _ if cx.check => "true".to_string(),
+        Ok(m) => m,
+        Err(o) => return o,
+    };
     let script = format!("t={}; [ -d \"$t\" ] && exit 0; {make} && echo MADE", shell_quote(&dir));
     let out = match cx.sh(&script, None).await {
         Ok(o) => o,

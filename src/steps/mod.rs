@@ -507,6 +507,8 @@ mod tests {
             remote_src: false,
             backup: false,
             validate: None,
+            directory_mode: None,
+            follow: false,
         });
         assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }

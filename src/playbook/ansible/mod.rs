@@ -1461,14 +1461,14 @@ mod tests {
 
     #[test]
     fn every_problem_of_the_file_is_reported() {
-        let text = "- hosts: all\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y directory_mode=0755\n    - frobnicate: x\n";
+        let text = "- hosts: all\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y unsafe_writes=yes\n    - frobnicate: x\n";
         assert_eq!(
             problems(text),
             [
                 "t.yml:2:3: play keyword 'order' is not supported yet",
                 "t.yml:4:14: pause: waiting for a key press (no seconds or minutes) is not supported",
                 "t.yml:6:7: unknown task keyword 'regster'",
-                "t.yml:7:31: copy: argument 'directory_mode' is not supported",
+                "t.yml:7:31: copy: argument 'unsafe_writes' is not supported",
                 "t.yml:8:7: unknown module 'frobnicate'",
             ]
         );

@@ -281,12 +281,17 @@ impl<'p> Args<'p> {
     /// `mode:` as octal text. A YAML number is what Ansible reads it as: `0644` (YAML 1.1
     /// octal) is 0644, `644` is decimal 644 (octal 1204), as Ansible applies it.
     fn mode(&mut self) -> Option<String> {
-        let a = self.take(&["mode"])?;
+        self.mode_of("mode")
+    }
+
+    /// A mode argument by its name, read as `mode` is.
+    fn mode_of(&mut self, name: &str) -> Option<String> {
+        let a = self.take(&[name])?;
         match &a.value {
             Value::Number(n) if n.as_u64().is_some() => Some(format!("{:o}", n.as_u64().unwrap_or_default())),
             Value::String(s) => Some(s.clone()),
             other => {
-                let m = format!("{}: mode must be octal text, not {}", self.module, kind_of(other));
+                let m = format!("{}: {name} must be octal text, not {}", self.module, kind_of(other));
                 self.bad(&a, m, None);
                 None
             }
@@ -558,6 +563,11 @@ pub fn translate(
                 if a.bool_literal(&["backup"]) == Some(true) {
                     out.insert("backup".into(), json!(true));
                 }
+                put(&mut out, "directory_mode", a.mode_of("directory_mode"));
+                if a.bool_literal(&["follow"]) == Some(true) {
+                    out.insert("follow".into(), json!(true));
+                }
+                a.default_only("local_follow", json!(true), "a link in the source is copied as the file it points at");
             } else {
                 template_args(&mut a, &mut out);
             }
@@ -574,7 +584,21 @@ pub fn translate(
                 a.default_only("force", json!(true), "copctl always puts the content in place");
             }
             let takes: &[&str] = if name == "copy" {
-                &["src", "content", "dest", "mode", "owner", "group", "force", "remote_src", "backup", "validate"]
+                &[
+                    "src",
+                    "content",
+                    "dest",
+                    "mode",
+                    "owner",
+                    "group",
+                    "force",
+                    "remote_src",
+                    "backup",
+                    "validate",
+                    "directory_mode",
+                    "follow",
+                    "local_follow",
+                ]
             } else {
                 &[
                     "src",
