@@ -140,11 +140,11 @@ async fn follow_link(cx: &StepCtx<'_>, dest: &str) -> Result<String, Outcome> {
 }
 
 /// `mkdir -p "$t"`, then the `directory_mode` asked for on what it made.
-fn make_dir(a: &CopyArgs) -> Result<String, Outcome> {
+fn make_dir(a: &CopyArgs) -> Result<String, String> {
     match a.directory_mode.as_ref().map(Mode::bits).transpose() {
         Ok(Some(m)) => Ok(format!("mkdir -p \"$t\" && chmod {m:o} \"$t\"")),
         Ok(None) => Ok("mkdir -p \"$t\"".to_string()),
-        Err(e) => Err(Outcome::failed(format!("directory_mode: {e}"))),
+        Err(e) => Err(format!("directory_mode: {e}")),
     }
 }
 
@@ -202,7 +202,7 @@ async fn copy_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
             let make = match make_dir(a) {
                 _ if cx.check => "true".to_string(),
                 Ok(m) => format!("{m}{own}"),
-                Err(o) => return o,
+                Err(e) => return Outcome::failed(e),
             };
             let script = format!(
                 "t={}; if [ -d \"$t\" ]; then exit 0; fi; if [ -e \"$t\" ]; then echo \"$t exists and is not a directory\" >&2; exit 1; fi; {make} && echo CHANGED",
@@ -253,7 +253,7 @@ async fn into_dir(cx: &StepCtx<'_>, a: &CopyArgs, src: &str) -> Outcome {
     let make = match make_dir(a) {
         _ if cx.check => "true".to_string(),
         Ok(m) => m,
-        Err(o) => return o,
+        Err(e) => return Outcome::failed(e),
     };
     let script = format!("t={}; [ -d \"$t\" ] && exit 0; {make} && echo MADE", shell_quote(&dir));
     let out = match cx.sh(&script, None).await {
