@@ -187,7 +187,7 @@ Error:
    :       ^^|^^
    :         `-- here
    `----
-  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, become_method, vars, ignore_errors, delegate_to, run_once, environment, notify, check_mode, diff, no_log, any_errors_fatal, module_defaults
+  help: a block holds block, rescue and always, and takes: name, when, tags, become, become_user, become_method, vars, ignore_errors, ignore_unreachable, delegate_to, run_once, environment, notify, check_mode, diff, no_log, any_errors_fatal, module_defaults
 
 "#,
         )

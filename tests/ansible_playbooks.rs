@@ -387,6 +387,26 @@ fn copied_directories_and_followed_links_end_as_ansible_leaves_them() {
     assert!(ours.lab().path(0, "/opt/app/link").is_symlink(), "the link stays");
 }
 
+/// ignore_unreachable on a task and a block, with a host nothing listens for: the same files and
+/// recap as Ansible's (ok and ignored where ignored, then unreachable), both exiting 4.
+#[test]
+fn an_unreachable_host_ignored_goes_on_as_in_ansible() {
+    let (theirs, ours) = (site(2), site(2));
+    for s in [&theirs, &ours] {
+        s.edit("inventory.ini", |t| {
+            format!("{t}\n[gone]\ngone ansible_host=127.0.0.1 ansible_port=1 ansible_user=root\n")
+        });
+    }
+    let keys = ["ok", "changed", "failed", "skipped", "ignored", "unreachable"];
+    let a = ansible::ansible_recap(&theirs, &["unreachable.yml"], 4, keys);
+    let b = ansible::copctl_recap(&ours, &["unreachable.yml"], 4, keys);
+    assert_eq!(diff(&state(&theirs, 2), &state(&ours, 2)), "", "the hosts' files differ");
+    assert_eq!(a, b, "recap counts {keys:?} differ");
+    assert_eq!(b["gone"], [2, 0, 0, 0, 2, 1]);
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/unreachable")).unwrap();
+    assert_eq!(file, "unreachable=False\n");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

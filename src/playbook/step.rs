@@ -67,6 +67,10 @@ macro_rules! step_def {
             pub failed_when: Option<Condition>,
             #[serde(default)]
             pub ignore_errors: bool,
+            /// Ansible's `ignore_unreachable`: the host, unreachable at this step, goes on to
+            /// the next (counted ok and ignored, as Ansible counts it).
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            pub ignore_unreachable: bool,
             /// Seconds; default 1800 so that one hung host never freezes a run.
             pub timeout: Option<u64>,
             /// At most this many hosts run the step at once (Ansible's task `throttle`), within

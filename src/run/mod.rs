@@ -375,7 +375,7 @@ impl Engine {
         let plan = self.plan.clone();
         let step = plan.step(&t);
         let pb = &plan.playbooks[t.playbook];
-        let ignore = step.as_ref().is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
+        let ignore = step.as_ref().is_some_and(|s| ignored(s, o.status));
         // A failure inside blocks: where the host goes next (unreachable hosts are out, as in
         // Ansible: no rescue runs for them).
         let detour = match (&step, t.kind) {
@@ -400,11 +400,12 @@ impl Engine {
             // Ansible's recap counts an ignored failure as ok too, and as changed where the
             // module reports a change even when it fails (command and shell, without a
             // changed_when saying otherwise).
-            let changed = step.as_ref().is_some_and(|s| {
-                matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
-                    && s.def.changed_when.is_none()
-                    && !o.result.contains_key("timedout")
-            });
+            let changed = o.status == Status::Failed
+                && step.as_ref().is_some_and(|s| {
+                    matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
+                        && s.def.changed_when.is_none()
+                        && !o.result.contains_key("timedout")
+                });
             self.count_as(&host, if changed { Status::Changed } else { Status::Ok }, false, false, 0.0);
         }
         self.timings.push((elapsed.as_secs_f64(), format!("{host} › {} › {}", pb.plays[t.play].name, t.label)));
@@ -576,7 +577,7 @@ impl Engine {
             hidden.status = o.status;
             let mut end = self.task_end_report_of(n, &hidden, elapsed);
             end.rc = o.result.get("rc").and_then(Value::as_i64);
-            end.ignored = step.is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed;
+            end.ignored = step.is_some_and(|s| ignored(s, o.status));
             return end;
         }
         self.task_end_report_of(n, o, elapsed)
@@ -597,7 +598,7 @@ impl Engine {
             msg: o.msg.clone(),
             duration_ms: elapsed.as_millis() as u64,
             rc: o.result.get("rc").and_then(Value::as_i64),
-            ignored: step.is_some_and(|s| s.def.ignore_errors) && o.status == Status::Failed,
+            ignored: step.is_some_and(|s| ignored(s, o.status)),
             diff: o.diff.clone(),
             show_diff: step.and_then(|s| s.def.diff),
             stdout: o.result.get("stdout").and_then(Value::as_str).unwrap_or("").to_string(),
@@ -994,4 +995,10 @@ pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunRequest) -> Result<i32> 
     let rt = crate::runtime()?;
     let engine = Engine::new(site, plan, Arc::new(pool), opts, reporter);
     Ok(rt.block_on(engine.run(id)))
+}
+
+/// Whether a step's failure (`ignore_errors`) or unreachable host (`ignore_unreachable`) is
+/// ignored: the host goes on, the recap counts it ok and ignored.
+fn ignored(s: &crate::playbook::Step, status: Status) -> bool {
+    (s.def.ignore_errors && status == Status::Failed) || (s.def.ignore_unreachable && status == Status::Unreachable)
 }

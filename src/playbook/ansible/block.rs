@@ -30,6 +30,7 @@ const BLOCK_KEYWORDS: &[&str] = &[
     "become_method",
     "vars",
     "ignore_errors",
+    "ignore_unreachable",
     "delegate_to",
     "run_once",
     "environment",
@@ -51,6 +52,7 @@ struct Inherited {
     become_method: Option<String>,
     vars: IndexMap<String, Value>,
     ignore_errors: bool,
+    ignore_unreachable: bool,
     delegate_to: Option<String>,
     run_once: bool,
     environment: IndexMap<String, String>,
@@ -86,6 +88,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "become_method" => inherited.become_method = task::become_method(f, k, v),
             "vars" => inherited.vars = task::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
             "ignore_errors" => inherited.ignore_errors = task::flag(f, k, v).unwrap_or(false),
+            "ignore_unreachable" => inherited.ignore_unreachable = task::flag(f, k, v).unwrap_or(false),
             "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
             "check_mode" => inherited.check_mode = task::flag(f, k, v),
             "diff" => inherited.diff = task::flag(f, k, v),
@@ -269,6 +272,7 @@ fn inherit(b: &Inherited, s: &mut Step) {
         d.vars.entry(k.clone()).or_insert_with(|| v.clone());
     }
     d.ignore_errors |= b.ignore_errors;
+    d.ignore_unreachable |= b.ignore_unreachable;
     d.run_once |= b.run_once;
     if d.delegate_to.is_none() {
         d.delegate_to = b.delegate_to.clone();

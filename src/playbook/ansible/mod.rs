@@ -195,6 +195,7 @@ const PLAY_KEYWORDS: &[&str] = &[
     "environment",
     "connection",
     "ignore_errors",
+    "ignore_unreachable",
     "check_mode",
     "diff",
     "timeout",
@@ -206,17 +207,8 @@ const PLAY_KEYWORDS: &[&str] = &[
 ];
 
 /// Ansible play keywords not translated yet.
-const PLAY_NOT_YET: &[&str] = &[
-    "vars_prompt",
-    "become_flags",
-    "ignore_unreachable",
-    "order",
-    "port",
-    "run_once",
-    "debugger",
-    "fact_path",
-    "when",
-];
+const PLAY_NOT_YET: &[&str] =
+    &["vars_prompt", "become_flags", "order", "port", "run_once", "debugger", "fact_path", "when"];
 
 /// Whether `text` is a YAML list (an Ansible playbook), not a mapping (a native one): its first
 /// line that is not blank, a comment or a document marker starts a list entry.
@@ -690,6 +682,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
     let become_user = get("become_user").and_then(|(k, v)| task::become_user(f, k, v));
     let become_method = get("become_method").and_then(|(k, v)| task::become_method(f, k, v));
     let ignore_errors = get("ignore_errors").and_then(|(k, v)| task::flag(f, k, v));
+    let ignore_unreachable = get("ignore_unreachable").and_then(|(k, v)| task::flag(f, k, v));
     let check_mode = get("check_mode").and_then(|(k, v)| task::flag(f, k, v));
     let diff = get("diff").and_then(|(k, v)| task::flag(f, k, v));
     let timeout = get("timeout").and_then(|(k, v)| task::number(f, k, v));
@@ -929,6 +922,7 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
                 s.def.become_method = become_method.clone();
             }
             s.def.ignore_errors |= ignore_errors == Some(true);
+            s.def.ignore_unreachable |= ignore_unreachable == Some(true);
             s.def.check_mode = s.def.check_mode.or(check_mode);
             s.def.diff = s.def.diff.or(diff);
             s.def.timeout = s.def.timeout.or(timeout);

@@ -17,6 +17,7 @@ pub const KEYWORDS: &[&str] = &[
     "changed_when",
     "failed_when",
     "ignore_errors",
+    "ignore_unreachable",
     "notify",
     "loop",
     "with_items",
@@ -67,7 +68,6 @@ pub(super) const KEYWORDS_NOT_YET: &[(&str, &str)] = &[
     ("port", ""),
     ("become_flags", ""),
     ("become_exe", ""),
-    ("ignore_unreachable", ""),
 ];
 
 /// Structure copctl does not have yet: blocks and includes.
@@ -329,9 +329,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                     "name" => text(f, k, v).map(Value::from),
                     "when" | "changed_when" | "failed_when" => condition(f, k, v),
                     "register" | "delegate_to" => text(f, k, v).map(Value::from),
-                    "ignore_errors" | "become" | "run_once" | "check_mode" | "diff" | "no_log" => {
-                        flag(f, k, v).map(Value::from)
-                    }
+                    "ignore_errors" | "ignore_unreachable" | "become" | "run_once" | "check_mode" | "diff"
+                    | "no_log" => flag(f, k, v).map(Value::from),
                     // A handler's is checked when the play's handlers are known (mod.rs).
                     "notify" => names(f, k, v, false).map(Value::from),
                     "tags" => names(f, k, v, true).map(Value::from),
