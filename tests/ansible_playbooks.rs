@@ -320,7 +320,9 @@ fn pipe_and_inventory_lookups_end_as_ansible_leaves_them() {
     let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/lookups")).unwrap();
     assert_eq!(
         file,
-        "pipe=hello\n  world\ndir=app.yml\nhosts=['lab-1', 'lab-2']\nbut=['lab-2']\nnone=[]\nall=lab-1,lab-2\n"
+        "pipe=hello\n  world\ndir=app.yml\nhosts=['lab-1', 'lab-2']\nbut=['lab-2']\nnone=[]\nall=lab-1,lab-2\n\
+         dict=[{'key': 'b', 'value': 2}, {'key': 'a', 'value': 1}]\nitems=[1, [2, 3], 4]\n\
+         together=[[1, 'a'], [2, None]]\nnested=[['x', 1], ['x', 2], ['y', 1], ['y', 2]]\n"
     );
     let failed = std::fs::read_to_string(ours.lab().path(0, "/opt/app/lookups-failed")).unwrap();
     assert_eq!(failed, "matched=True\n");

@@ -285,7 +285,7 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "env, file, fileglob, first_found, indexed_items, inventory_hostnames, lines, list, pipe, random_choice, template and vars";
+const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, pipe, random_choice, template, together and vars";
 
 thread_local! {
     /// Set while the plan's checks render templates: the pipe lookup runs no command then.
@@ -473,6 +473,19 @@ fn run_lookup(
         "list" => terms.to_vec(),
         "template" => template_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?, kw)?,
         "pipe" => pipe_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?)?,
+        // The with_ loops' lookups, by the filters the front-end's loops use.
+        "dict" | "items" | "together" | "nested" => {
+            let filter = match kind {
+                "dict" => "with_dict_items",
+                "items" => "with_items_flatten",
+                "together" => "with_together",
+                _ => "with_nested",
+            };
+            let source = format!("terms | {filter}");
+            let expr = state.env().compile_expression(&source)?;
+            let v = expr.eval(minijinja::context! { terms => Value::from(terms.to_vec()) })?;
+            v.try_iter()?.collect()
+        }
         // The lines of each command's output (Ansible's lines lookup: pipe's, split).
         "lines" => {
             let cmds = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
@@ -1555,7 +1568,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the env, file, fileglob, first_found, indexed_items, inventory_hostnames, lines, list, pipe, random_choice, template and vars lookups"
+                "lookup('vault', ...): copctl has the dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, pipe, random_choice, template, together and vars lookups"
             ),
             "{e}"
         );
