@@ -409,6 +409,31 @@ fn an_unreachable_host_ignored_goes_on_as_in_ansible() {
     assert_eq!(file, "unreachable=False\n");
 }
 
+/// The password lookup: each tool makes its password once (0600, its directory 0700, beside
+/// the playbook) and every host reads that one: the same recap and, but for the random
+/// password itself, the same files as Ansible's.
+#[test]
+fn passwords_made_by_the_lookup_are_made_once_as_in_ansible() {
+    let (theirs, ours) = (site(2), site(2));
+    let tracked = ["/opt/app/password"];
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, "password.yml"), copctl_run(&ours, "password.yml"));
+        assert_eq!(a, b, "{run}: recap counts differ");
+        let (sa, sb) = (ansible::files(&theirs, 2, &tracked), ansible::files(&ours, 2, &tracked));
+        assert_eq!(diff(&sa, &sb), "", "{run}: the hosts' files differ");
+    }
+    let stored = std::fs::read_to_string(ours.path("credentials/db")).unwrap();
+    for i in 0..2 {
+        let on_host = std::fs::read_to_string(ours.lab().path(i, "/opt/app/password-value")).unwrap();
+        assert_eq!(on_host, stored, "every host has the one password stored");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &str| std::fs::metadata(ours.path(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode("credentials"), mode("credentials/db")), (0o700, 0o600));
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/password")).unwrap();
+    assert_eq!(file, "length=12\ndigits=True\nsame=True\ndevnull=8\nkw=6\n");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

@@ -285,7 +285,7 @@ pub fn host_context(
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, pipe, random_choice, template, together and vars";
+const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, template, together and vars";
 
 thread_local! {
     /// Set while the plan's checks render templates: the pipe lookup runs no command then.
@@ -473,6 +473,15 @@ fn run_lookup(
         "list" => terms.to_vec(),
         "template" => template_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?, kw)?,
         "pipe" => pipe_lookup(state, &terms.iter().map(text).collect::<Result<Vec<_>, _>>()?)?,
+        "password" => {
+            let base = state.lookup("playbook_dir").and_then(|v| v.as_str().map(PathBuf::from));
+            let planning = PLANNING.with(|p| p.get());
+            let mut out = Vec::new();
+            for t in terms {
+                out.push(Value::from(password::password_lookup(&text(t)?, kw, base.as_deref(), planning)?));
+            }
+            out
+        }
         // The with_ loops' lookups, by the filters the front-end's loops use.
         "dict" | "items" | "together" | "nested" => {
             let filter = match kind {
@@ -1568,7 +1577,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, pipe, random_choice, template, together and vars lookups"
+                "lookup('vault', ...): copctl has the dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, template, together and vars lookups"
             ),
             "{e}"
         );

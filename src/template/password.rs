@@ -1,7 +1,8 @@
 //! Ansible's `password_hash` filter: a crypt(3) hash of a password for the `user` module, as
 //! Ansible makes it with passlib (its `do_encrypt`): SHA-512 (`$6$`, 656000 rounds unless
 //! `rounds` says) or SHA-256 (`$5$`, 535000), a 16-character salt drawn at random unless `salt`
-//! is given; `rounds=5000` left out of the text, as passlib leaves it.
+//! is given; `rounds=5000` left out of the text, as passlib leaves it. And the password lookup,
+//! which makes and stores passwords for it.
 
 use minijinja::value::{Kwargs, Rest, Value};
 use minijinja::{Environment, Error, ErrorKind};
@@ -93,6 +94,144 @@ pub fn add(env: &mut Environment<'static>) {
         kw.assert_all_used()?;
         password_hash(&password, &hashtype, salt.as_deref(), salt_size, rounds)
     });
+}
+
+/// Python's `string` module sets the password lookup's `chars` may name.
+fn char_set(spec: &str) -> String {
+    let lower = "abcdefghijklmnopqrstuvwxyz";
+    let upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let punct = r##"!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~"##;
+    match spec {
+        "ascii_letters" => format!("{lower}{upper}"),
+        "ascii_lowercase" => lower.into(),
+        "ascii_uppercase" => upper.into(),
+        "digits" => "0123456789".into(),
+        "hexdigits" => "0123456789abcdefABCDEF".into(),
+        "octdigits" => "01234567".into(),
+        "punctuation" => punct.into(),
+        "printable" => format!("0123456789{lower}{upper}{punct} \t\n\r\x0b\x0c"),
+        "whitespace" => " \t\n\r\x0b\x0c".into(),
+        other => other.into(),
+    }
+}
+
+/// `length` characters drawn uniformly from `chars` (rejection sampling: no modulo bias).
+fn random_from(chars: &[char], length: usize) -> Result<String, Error> {
+    if chars.is_empty() {
+        return Err(fail("lookup('password', ...): no characters to choose from"));
+    }
+    let limit = 256 - 256 % chars.len();
+    let mut out = String::new();
+    while out.chars().count() < length {
+        let mut buf = [0u8; 64];
+        getrandom::fill(&mut buf).map_err(|e| fail(format!("lookup('password', ...): no random bytes: {e}")))?;
+        for b in buf {
+            if (b as usize) < limit && out.chars().count() < length {
+                out.push(chars[b as usize % chars.len()]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writers of password files, one at a time: hosts render at once, and the first one's
+/// password must be the one every other host reads (Ansible's lock file).
+static PASSWORD_FILES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Ansible's password lookup for one term (`PATH [length=N] [chars=SPEC,...] [encrypt=SCHEME]`,
+/// the options also as keyword arguments): the password stored at PATH (relative to the
+/// playbook's directory), or a new one written there (0600, its directory 0700); `/dev/null`
+/// never stores it. With `encrypt`, the salt is stored beside it and the hash returned.
+/// `planning`: nothing is written (a missing file gives "").
+pub fn password_lookup(
+    term: &str,
+    kw: &minijinja::value::Kwargs,
+    base: Option<&std::path::Path>,
+    planning: bool,
+) -> Result<String, Error> {
+    let (rel, rest) = term.split_once(' ').unwrap_or((term, ""));
+    let mut params: Vec<(String, String)> = Vec::new();
+    for word in rest.split_whitespace() {
+        let Some((k, v)) = word.split_once('=') else {
+            return Err(fail("Unrecognized value after key=value parameters given to password lookup"));
+        };
+        params.push((k.to_string(), v.trim_matches(|c| c == '"' || c == '\'').to_string()));
+    }
+    for k in ["length", "chars", "encrypt", "seed", "ident"] {
+        if let Some(v) = kw.get::<Option<Value>>(k)? {
+            let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            params.push((k.to_string(), v));
+        }
+    }
+    let get = |k: &str| params.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    if let Some((k, _)) =
+        params.iter().find(|(k, _)| !matches!(k.as_str(), "length" | "chars" | "encrypt" | "seed" | "ident"))
+    {
+        return Err(fail(format!("Unrecognized parameter(s) given to password lookup: {k}")));
+    }
+    if get("seed").is_some() || get("ident").is_some() {
+        return Err(fail("lookup('password', ...): seed and ident are not supported yet"));
+    }
+    let length: usize = match get("length") {
+        None => 20,
+        Some(l) => l.parse().map_err(|_| fail(format!("lookup('password', ...): length must be a number, not {l}")))?,
+    };
+    let chars: String = match get("chars") {
+        None => format!("{}{}.,:-_", char_set("ascii_letters"), char_set("digits")),
+        Some(spec) => {
+            let mut parts: Vec<String> = Vec::new();
+            if spec.contains(",,") {
+                parts.push(",".into());
+            }
+            parts.extend(spec.replace(",,", ",").split(',').filter(|c| !c.is_empty()).map(char_set));
+            parts.concat().replace(['"', '\''], "")
+        }
+    };
+    let encrypt = get("encrypt");
+    let path = match base {
+        Some(b) if !rel.starts_with('/') => b.join(rel),
+        _ => std::path::PathBuf::from(rel),
+    };
+    let null = path == std::path::Path::new("/dev/null");
+    let _one_at_a_time = PASSWORD_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let stored = if null { None } else { std::fs::read_to_string(&path).ok().map(|c| c.trim_end().to_string()) };
+    let (password, salt, changed) = match stored {
+        Some(c) => match c.rsplit_once(" salt=") {
+            Some((p, s)) => (p.to_string(), Some(s.to_string()), false),
+            None => (c, None, false),
+        },
+        None if planning => return Ok(String::new()),
+        None => (random_from(&chars.chars().collect::<Vec<_>>(), length)?, None, true),
+    };
+    let (salt, changed) = match (&encrypt, salt) {
+        (Some(_), None) => {
+            let alphabet: Vec<char> =
+                format!("{}{}./", char_set("ascii_letters"), char_set("digits")).chars().collect();
+            (Some(random_from(&alphabet, 16)?), true)
+        }
+        (_, s) => (s, changed),
+    };
+    if changed && !null && !planning {
+        let content = match (&encrypt, &salt) {
+            (Some(_), Some(s)) => format!("{password} salt={s}\n"),
+            _ => format!("{password}\n"),
+        };
+        write_private(&path, &content)
+            .map_err(|e| fail(format!("lookup('password', ...): cannot write {}: {e}", path.display())))?;
+    }
+    match encrypt.as_deref() {
+        None => Ok(password),
+        Some(scheme) => password_hash(&password, scheme, salt.as_deref(), None, None),
+    }
+}
+
+fn write_private(path: &std::path::Path, content: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    std::io::Write::write_all(&mut f, content.as_bytes())
 }
 
 #[cfg(test)]
