@@ -434,6 +434,15 @@ fn passwords_made_by_the_lookup_are_made_once_as_in_ansible() {
     assert_eq!(file, "length=12\ndigits=True\nsame=True\ndevnull=8\nkw=6\n");
 }
 
+/// wait_for's delay: the same files and recap as Ansible's.
+#[test]
+fn a_wait_with_a_delay_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "waits.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/waited")).unwrap();
+    assert_eq!(file, "after the delay=True\n");
+}
+
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real
 /// apt-get (Ansible's module uses python-apt on the same lists): the same changes, registered
 /// results and files as Ansible's, first run (the lists made) and re-run (nothing new).

@@ -22,6 +22,8 @@ pub struct WaitForArgs {
     pub timeout: Option<Number>,
     /// Seconds between attempts.
     pub interval: Option<Number>,
+    /// Seconds before the first attempt, within the timeout (Ansible's `delay`).
+    pub delay: Option<Number>,
 }
 
 impl Kind for WaitForArgs {
@@ -31,11 +33,11 @@ impl Kind for WaitForArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
-        let (timeout, interval) =
-            match (a.timeout.as_ref().map(|n| n.get()).transpose(), a.interval.as_ref().map(|n| n.get()).transpose()) {
-                (Ok(t), Ok(i)) => (t.unwrap_or(300), i.unwrap_or(1).max(1)),
-                (Err(e), _) | (_, Err(e)) => return Outcome::failed(format!("wait_for: {e}")),
-            };
+        let num = |n: &Option<Number>| n.as_ref().map(|n| n.get()).transpose();
+        let (timeout, interval, delay) = match (num(&a.timeout), num(&a.interval), num(&a.delay)) {
+            (Ok(t), Ok(i), Ok(d)) => (t.unwrap_or(300), i.unwrap_or(1).max(1), d.unwrap_or(0)),
+            (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return Outcome::failed(format!("wait_for: {e}")),
+        };
         let (check, what) = match (&a.port, &a.path, &a.command) {
             (Some(port), None, None) => {
                 let port = match port.get().map(u16::try_from) {
@@ -61,7 +63,7 @@ impl Kind for WaitForArgs {
         }
         // bash for /dev/tcp where the login shell lacks it.
         let script = format!(
-            "end=$(( $(date +%s) + {timeout} )); while :; do if bash -c {c} 2>/dev/null || sh -c {c}; then exit 0; fi; \
+            "end=$(( $(date +%s) + {timeout} )); sleep {delay}; while :; do if bash -c {c} 2>/dev/null || sh -c {c}; then exit 0; fi; \
              [ $(date +%s) -ge $end ] && exit 1; sleep {interval}; done",
             c = shell_quote(&check)
         );

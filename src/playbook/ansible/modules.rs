@@ -927,7 +927,9 @@ pub fn translate(
                 put(&mut out, "masked", a.bool_literal(&["masked"]));
                 put(&mut out, "daemon_reload", a.bool_literal(&["daemon_reload", "daemon-reload"]));
                 put(&mut out, "daemon_reexec", a.bool_literal(&["daemon_reexec", "daemon-reexec"]));
-                takes.extend(["masked", "daemon_reload", "daemon_reexec"]);
+                takes.extend(["masked", "daemon_reload", "daemon_reexec", "scope"]);
+                // The system manager's units: Ansible's default scope.
+                a.choice(&["scope"], &[("system", "")], "scope: system (user and global are not supported yet)");
             }
             // Without a unit the module only reloads or re-executes systemd.
             let daemon_only = ["daemon_reload", "daemon_reexec"].iter().any(|k| out.get(*k) == Some(&json!(true)));
@@ -995,7 +997,7 @@ pub fn translate(
             put(&mut out, "timeout", a.number(&["timeout"]));
             put(&mut out, "interval", a.number(&["sleep"]));
             a.choice(&["state"], &[("started", ""), ("present", "")], "state: started (a port) or present (a path)");
-            a.default_only("delay", json!(0), "a delay before the first check is not supported yet");
+            put(&mut out, "delay", a.number(&["delay"]));
             if !out.contains_key("port") && !out.contains_key("path") {
                 a.p.add(
                     a.at.0,
@@ -1005,7 +1007,7 @@ pub fn translate(
                     None,
                 );
             }
-            a.finish(&["port", "host", "path", "timeout", "sleep", "state"]);
+            a.finish(&["port", "host", "path", "timeout", "sleep", "state", "delay"]);
             "wait_for"
         }
         "mount" => {
