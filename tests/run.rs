@@ -517,6 +517,35 @@ fn reboot_waits_for_a_new_boot_id_and_carries_on() {
     assert!(ev.iter().any(|e| e["event"] == "task_end" && e["step"] == "reboot" && e["status"] == "changed"), "{out}");
 }
 
+/// Ansible's reboot with `post_reboot_delay` and `test_command`: the command runs on the
+/// rebooted host, after the delay, before the task ends; what follows runs on the new boot.
+#[test]
+fn an_ansible_reboot_runs_its_test_command_on_the_new_boot() {
+    let mut site = site(1);
+    site.lab().install_doubles(&["reboot"]);
+    site.write(
+        "reboot.yml",
+        "- hosts: lab\n  gather_facts: false\n  tasks:\n    - reboot:\n        reboot_timeout: 60\n        post_reboot_delay: 1\n        test_command: cat /proc/sys/kernel/random/boot_id > /var/tmp/tested\n      register: r\n    - copy: {dest: /var/tmp/after, content: \"{{ r.rebooted }} {{ r.elapsed >= 1 }}\\n\"}\n",
+    );
+    let boot_before = std::fs::read_to_string(site.lab().path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
+    let mut child = site.command(["run", "reboot.yml"]).stdout(Stdio::piped()).spawn().unwrap();
+    let t = Instant::now();
+    while !site.lab_mut().is_down(0) {
+        assert!(t.elapsed() < Duration::from_secs(30), "the host never rebooted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    site.lab_mut().restart(0);
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    use std::io::Read;
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(status.code(), Some(0), "{out}");
+    let tested = std::fs::read_to_string(site.lab().path(0, "/var/tmp/tested")).unwrap();
+    assert!(!tested.trim().is_empty() && tested != boot_before, "the test command ran on the new boot");
+    assert_eq!(std::fs::read_to_string(site.lab().path(0, "/var/tmp/after")).unwrap(), "True True\n");
+}
+
 #[test]
 fn a_full_filesystem_fails_the_step_and_keeps_the_old_file() {
     let site = site(1);

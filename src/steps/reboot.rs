@@ -1,4 +1,7 @@
-//! `reboot`: reboots the host, then waits for a new boot id and SSH back.
+//! `reboot`: reboots the host, then waits for a new boot id and SSH back. As Ansible's reboot
+//! module: `pre_reboot_delay` (whole minutes, as `shutdown -r +N` takes them), then after the
+//! host is back `post_reboot_delay` seconds and `test_command` until it succeeds, all within
+//! the timeout.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +17,12 @@ use crate::transport::ExecRequest;
 pub struct RebootArgs {
     pub timeout: Option<u64>,
     pub msg: Option<String>,
+    /// Seconds before the reboot; Linux's shutdown takes whole minutes, so it is floored.
+    pub pre_reboot_delay: Option<u64>,
+    /// Seconds to wait once the host is back, before `test_command`.
+    pub post_reboot_delay: Option<u64>,
+    /// Run on the rebooted host until it succeeds (Ansible's default: `whoami`).
+    pub test_command: Option<String>,
 }
 
 impl Kind for RebootArgs {
@@ -28,7 +37,8 @@ impl Kind for RebootArgs {
         };
         let msg = a.msg.clone().unwrap_or_else(|| "Reboot initiated by copctl".into());
         // Detached, so the SSH command returns before the connection goes away.
-        let cmd = format!("nohup sh -c 'sleep 1; reboot' >/dev/null 2>&1 & echo {}", shell_quote(&msg));
+        let pre = a.pre_reboot_delay.unwrap_or(0) / 60 * 60;
+        let cmd = format!("nohup sh -c 'sleep {}; reboot' >/dev/null 2>&1 & echo {}", 1 + pre, shell_quote(&msg));
         if let Err(o) = cx.sh(&cmd, None).await {
             return o;
         }
@@ -51,8 +61,26 @@ impl Kind for RebootArgs {
                 if let Ok(out) = conn.exec(req).await {
                     let now = String::from_utf8_lossy(&out.stdout).trim().to_string();
                     if out.success() && !now.is_empty() && now != before {
+                        if let Some(d) = a.post_reboot_delay.filter(|d| *d > 0) {
+                            tokio::time::sleep(Duration::from_secs(d)).await;
+                        }
+                        let test = a.test_command.as_deref().unwrap_or("whoami");
+                        loop {
+                            let req = ExecRequest { command: test, stdin: None, timeout: Duration::from_secs(60) };
+                            if conn.exec(req).await.is_ok_and(|o| o.success()) {
+                                break;
+                            }
+                            if started.elapsed() > limit {
+                                return Outcome::failed(format!(
+                                    "the host came back but its test command `{test}` did not succeed within {}s",
+                                    limit.as_secs()
+                                ));
+                            }
+                            tokio::time::sleep(Duration::from_secs(2)).await;
+                        }
                         let mut o = Outcome::changed(format!("rebooted in {}s", started.elapsed().as_secs()));
                         o.result.insert("elapsed".into(), json!(started.elapsed().as_secs()));
+                        o.result.insert("rebooted".into(), json!(true));
                         return o;
                     }
                 }

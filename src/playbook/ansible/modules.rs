@@ -1279,9 +1279,29 @@ pub fn translate(
         }
         "reboot" => {
             let mut a = Args::new(p, name, node, extra, None);
-            put(&mut out, "timeout", a.number(&["reboot_timeout"]).and_then(|v| v.as_u64()));
             put(&mut out, "msg", a.text(&["msg"]));
-            a.finish(&["reboot_timeout", "msg"]);
+            for (k, native) in [
+                ("reboot_timeout", "timeout"),
+                ("pre_reboot_delay", "pre_reboot_delay"),
+                ("post_reboot_delay", "post_reboot_delay"),
+            ] {
+                match a.number(&[k]) {
+                    Some(v) if v.as_u64().is_some() => put(&mut out, native, v.as_u64()),
+                    Some(_) => {
+                        let (l, c) = a.at;
+                        a.p.add(
+                            l,
+                            c,
+                            format!("reboot: {k} from a template is not supported yet"),
+                            "here",
+                            Some("give the number of seconds".into()),
+                        );
+                    }
+                    None => {}
+                }
+            }
+            put(&mut out, "test_command", a.text(&["test_command"]));
+            a.finish(&["reboot_timeout", "msg", "pre_reboot_delay", "post_reboot_delay", "test_command"]);
             "reboot"
         }
         "tempfile" => {
