@@ -63,6 +63,12 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
     ansible::files_diff(a, b)
 }
 
+/// The permission bits of `path` on host `i` of the site.
+fn mode_on(site: &Site, i: usize, path: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(site.lab().path(i, path)).unwrap().permissions().mode() & 0o7777
+}
+
 /// The same playbook, first run and re-run, by both tools on their own fresh hosts.
 fn same_as_ansible(playbook: &str) {
     same_as_ansible_on(&site(2), &site(2), playbook);
@@ -365,10 +371,7 @@ fn a_task_tagged_never_that_copctl_cannot_run_fails_only_where_selected() {
 fn module_defaults_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
     same_as_ansible_on(&theirs, &ours, "module-defaults.yml");
-    let mode = |p: &str| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(ours.lab().path(0, p)).unwrap().permissions().mode() & 0o7777
-    };
+    let mode = |p: &str| mode_on(&ours, 0, p);
     assert_eq!(
         ["/opt/app", "/opt/app/own", "/opt/app/a", "/opt/app/b", "/opt/app/in-block", "/opt/app/c"].map(mode),
         [0o750, 0o700, 0o640, 0o600, 0o750, 0o604]
@@ -380,10 +383,7 @@ fn module_defaults_end_as_ansible_leaves_them() {
 fn copied_directories_and_followed_links_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
     same_as_ansible_on(&theirs, &ours, "copy-dirs.yml");
-    let mode = |p: &str| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(ours.lab().path(0, p)).unwrap().permissions().mode() & 0o7777
-    };
+    let mode = |p: &str| mode_on(&ours, 0, p);
     assert_eq!(["/opt/app/tree", "/opt/app/tree/sub", "/opt/app/made"].map(mode), [0o700, 0o700, 0o750]);
     assert_eq!(std::fs::read_to_string(ours.lab().path(0, "/opt/app/real")).unwrap(), "through\n");
     assert!(ours.lab().path(0, "/opt/app/link").is_symlink(), "the link stays");

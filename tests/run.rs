@@ -489,14 +489,11 @@ fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() 
     assert_eq!(before, after);
 }
 
-#[test]
-fn reboot_waits_for_a_new_boot_id_and_carries_on() {
-    let mut site = site(1);
-    site.lab().install_doubles(&["reboot"]);
-    let boot_before = std::fs::read_to_string(site.lab().path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
-    // A bare command, not a Test: the host is restarted (`&mut` lab) while copctl runs.
-    let mut child = site.command(["run", "reboot", "--output", "json"]).stdout(Stdio::piped()).spawn().unwrap();
-    // The "machine" comes back after it went down.
+/// `copctl ARGS` while the lab plays the machine: lab-1, once its reboot took it down, comes back
+/// (a bare command, not a Test: the host is restarted, `&mut` lab, while copctl runs). The
+/// exit status and stdout.
+fn run_through_a_reboot(site: &mut Site, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = site.command(args).stdout(Stdio::piped()).spawn().unwrap();
     let t = Instant::now();
     while !site.lab_mut().is_down(0) {
         assert!(t.elapsed() < Duration::from_secs(30), "the host never rebooted");
@@ -508,6 +505,15 @@ fn reboot_waits_for_a_new_boot_id_and_carries_on() {
     let mut out = String::new();
     use std::io::Read;
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    (status, out)
+}
+
+#[test]
+fn reboot_waits_for_a_new_boot_id_and_carries_on() {
+    let mut site = site(1);
+    site.lab().install_doubles(&["reboot"]);
+    let boot_before = std::fs::read_to_string(site.lab().path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
+    let (status, out) = run_through_a_reboot(&mut site, &["run", "reboot", "--output", "json"]);
     assert_eq!(status.code(), Some(0), "{out}");
     let lab = site.lab();
     let after = std::fs::read_to_string(lab.path(0, "/var/tmp/after")).unwrap();
@@ -528,18 +534,7 @@ fn an_ansible_reboot_runs_its_test_command_on_the_new_boot() {
         "- hosts: lab\n  gather_facts: false\n  tasks:\n    - reboot:\n        reboot_timeout: 60\n        post_reboot_delay: 1\n        test_command: cat /proc/sys/kernel/random/boot_id > /var/tmp/tested\n      register: r\n    - copy: {dest: /var/tmp/after, content: \"{{ r.rebooted }} {{ r.elapsed >= 1 }}\\n\"}\n",
     );
     let boot_before = std::fs::read_to_string(site.lab().path(0, "/proc/sys/kernel/random/boot_id")).unwrap();
-    let mut child = site.command(["run", "reboot.yml"]).stdout(Stdio::piped()).spawn().unwrap();
-    let t = Instant::now();
-    while !site.lab_mut().is_down(0) {
-        assert!(t.elapsed() < Duration::from_secs(30), "the host never rebooted");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    site.lab_mut().restart(0);
-    let status = child.wait().unwrap();
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let (status, out) = run_through_a_reboot(&mut site, &["run", "reboot.yml"]);
     assert_eq!(status.code(), Some(0), "{out}");
     let tested = std::fs::read_to_string(site.lab().path(0, "/var/tmp/tested")).unwrap();
     assert!(!tested.trim().is_empty() && tested != boot_before, "the test command ran on the new boot");

@@ -15,9 +15,7 @@ fn fail(msg: impl Into<String>) -> Error {
 const SALT_CHARS: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 fn random_salt(size: usize) -> Result<String, Error> {
-    let mut bytes = vec![0u8; size];
-    getrandom::fill(&mut bytes).map_err(|e| fail(format!("password_hash: cannot read random bytes: {e}")))?;
-    Ok(bytes.iter().map(|b| SALT_CHARS[(*b as usize) % SALT_CHARS.len()] as char).collect())
+    random_from(&SALT_CHARS.iter().map(|b| *b as char).collect::<Vec<_>>(), size)
 }
 
 /// The hash of `password` by `hashtype` (Ansible's names), with passlib's rules for the salt
@@ -90,6 +88,7 @@ pub fn add(env: &mut Environment<'static>) {
         let salt = text(pos(1, "salt")?);
         let salt_size = number(pos(2, "salt_size")?, "salt_size")?;
         let rounds = number(pos(3, "rounds")?, "rounds")?;
+        // passlib reads `ident` for bcrypt only, which copctl refuses above.
         let _ = pos(4, "ident")?;
         kw.assert_all_used()?;
         password_hash(&password, &hashtype, salt.as_deref(), salt_size, rounds)
@@ -124,7 +123,7 @@ fn random_from(chars: &[char], length: usize) -> Result<String, Error> {
     let mut out = String::new();
     while out.chars().count() < length {
         let mut buf = [0u8; 64];
-        getrandom::fill(&mut buf).map_err(|e| fail(format!("lookup('password', ...): no random bytes: {e}")))?;
+        getrandom::fill(&mut buf).map_err(|e| fail(format!("cannot read random bytes from the OS: {e}")))?;
         for b in buf {
             if (b as usize) < limit && out.chars().count() < length {
                 out.push(chars[b as usize % chars.len()]);
@@ -204,11 +203,8 @@ pub fn password_lookup(
         None => (random_from(&chars.chars().collect::<Vec<_>>(), length)?, None, true),
     };
     let (salt, changed) = match (&encrypt, salt) {
-        (Some(_), None) => {
-            let alphabet: Vec<char> =
-                format!("{}{}./", char_set("ascii_letters"), char_set("digits")).chars().collect();
-            (Some(random_from(&alphabet, 16)?), true)
-        }
+        // Ansible's random_salt: letters, digits and "./", crypt(3)'s alphabet.
+        (Some(_), None) => (Some(random_salt(16)?), true),
         (_, s) => (s, changed),
     };
     if changed && !null && !planning {
