@@ -52,16 +52,35 @@ pub fn password_hash(
         None => random_salt(salt_size.unwrap_or(16).clamp(1, 16))?,
     };
     let rounds = rounds.unwrap_or(default_rounds);
-    let bad_rounds = |_| fail(format!("password_hash: rounds must be from 1000 to 999999999, not {rounds}"));
+    let params = u32::try_from(rounds)
+        .ok()
+        .and_then(|r| sha_crypt::Params::new(r).ok())
+        .ok_or_else(|| fail(format!("password_hash: rounds must be from 1000 to 999999999, not {rounds}")))?;
     let hash = if id == "6" {
-        let p = sha_crypt::Sha512Params::new(rounds).map_err(bad_rounds)?;
-        sha_crypt::sha512_crypt_b64(password.as_bytes(), salt.as_bytes(), &p)
+        crypt_text(&sha_crypt::sha512_crypt(password.as_bytes(), salt.as_bytes(), params), &SHA512_ORDER)
     } else {
-        let p = sha_crypt::Sha256Params::new(rounds).map_err(bad_rounds)?;
-        sha_crypt::sha256_crypt_b64(password.as_bytes(), salt.as_bytes(), &p)
-    }
-    .map_err(|e| fail(format!("password_hash: Could not hash the secret: {e:?}")))?;
+        crypt_text(&sha_crypt::sha256_crypt(password.as_bytes(), salt.as_bytes(), params), &SHA256_ORDER)
+    };
     Ok(if rounds == 5000 { format!("${id}${salt}${hash}") } else { format!("${id}$rounds={rounds}${salt}${hash}") })
+}
+
+/// The order in which crypt(3) writes the digest's bytes before its base64 (the SHA-crypt
+/// specification's tables; sha-crypt keeps them private behind its MCF API, which base64s the
+/// salt itself, where Ansible gives the salt as text).
+const SHA512_ORDER: [usize; 64] = [
+    42, 21, 0, 1, 43, 22, 23, 2, 44, 45, 24, 3, 4, 46, 25, 26, 5, 47, 48, 27, 6, 7, 49, 28, 29, 8, 50, 51, 30, 9, 10,
+    52, 31, 32, 11, 53, 54, 33, 12, 13, 55, 34, 35, 14, 56, 57, 36, 15, 16, 58, 37, 38, 17, 59, 60, 39, 18, 19, 61, 40,
+    41, 20, 62, 63,
+];
+const SHA256_ORDER: [usize; 32] = [
+    20, 10, 0, 11, 1, 21, 2, 22, 12, 23, 13, 3, 14, 4, 24, 5, 25, 15, 26, 16, 6, 17, 7, 27, 8, 28, 18, 29, 19, 9, 30,
+    31,
+];
+
+fn crypt_text(digest: &[u8], order: &[usize]) -> String {
+    use base64ct::{Base64ShaCrypt, Encoding};
+    let transposed: Vec<u8> = order.iter().map(|&i| digest[i]).collect();
+    Base64ShaCrypt::encode_string(&transposed)
 }
 
 pub fn add(env: &mut Environment<'static>) {
