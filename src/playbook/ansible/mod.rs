@@ -1278,7 +1278,7 @@ fn vars_files_step(f: &mut Front, node: &Node, entries: Vec<Vec<String>>) -> Opt
 
 /// `module_defaults` (a play's, a block's or a task's): module name → its default arguments,
 /// as Ansible's mapping (or a list of them); a module by its short name or FQCN. Action groups
-/// (`group/...`) are refused.
+/// (`group/...`) and names that are no module (a typo) are refused.
 pub(super) fn module_defaults(f: &mut Front, k: &Key, v: &Node) -> serde_json::Map<String, Value> {
     let maps: Vec<&Node> = match &v.kind {
         Kind::Seq(items) => items.iter().collect(),
@@ -1300,10 +1300,17 @@ pub(super) fn module_defaults(f: &mut Front, k: &Key, v: &Node) -> serde_json::M
                 );
                 continue;
             }
+            // A collection's module copctl does not know: no task it runs can use the defaults.
+            let Some(short) = modules::short_name(&mk.name) else { continue };
+            if !modules::SUPPORTED.contains(&short) && !modules::NOT_YET.iter().any(|(n, _)| *n == short) {
+                let close = closest(short, modules::SUPPORTED);
+                let help = (!close.is_empty()).then(|| format!("did you mean {}?", close.join(", ")));
+                f.p.add_key(mk, format!("module_defaults: unknown module '{}'", mk.name), help);
+                continue;
+            }
             match mv.to_value() {
                 Value::Object(args) => {
-                    let short = mk.name.rsplit('.').next().unwrap_or(&mk.name).to_string();
-                    let e = out.entry(short).or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    let e = out.entry(short.to_string()).or_insert_with(|| Value::Object(serde_json::Map::new()));
                     if let Value::Object(have) = e {
                         have.extend(args);
                     }
@@ -1451,6 +1458,18 @@ mod tests {
         let s = steps("- hosts: all\n  gather_facts: no\n  tasks:\n    - command: echo cmd=x creates=/y stdin=in\n");
         assert_eq!((s[0].action.source(), s[0].def.creates.as_deref()), ("echo cmd=x".to_string(), Some("/y")));
         assert_eq!(s[0].def.stdin.as_deref(), Some("in\n"));
+    }
+
+    #[test]
+    fn module_defaults_name_modules() {
+        let text = "- hosts: all\n  module_defaults:\n    ansible.builtin.copyy: {mode: '0600'}\n    group/k8s: {}\n    community.docker.docker_container: {}\n  tasks: [ping:]\n";
+        assert_eq!(
+            problems(text),
+            [
+                "t.yml:3:5: module_defaults: unknown module 'ansible.builtin.copyy'",
+                "t.yml:4:5: module_defaults: action group 'group/k8s' is not supported yet",
+            ]
+        );
     }
 
     #[test]
