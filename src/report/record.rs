@@ -4,6 +4,7 @@
 //! only its owner may read it (directories 0700, files 0600): command output can hold what no
 //! redactor knew to be secret.
 
+use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -48,25 +49,27 @@ impl RunRecord {
         let Ok(mut f) = private_file(&self.dir.join("hosts").join(format!("{safe}.log")), true) else {
             return;
         };
-        let _ = writeln!(f, "=== {} › {} › {} [{:?}] {}ms", t.playbook, t.play, t.step, t.status, t.duration_ms);
+        // One write a task: the log is appended to for every task of every host.
+        let mut text = format!("=== {} › {} › {} [{:?}] {}ms\n", t.playbook, t.play, t.step, t.status, t.duration_ms);
         for c in &t.commands {
-            let _ = writeln!(f, "$ {}", r.redact(c));
+            let _ = writeln!(text, "$ {}", r.redact(c));
         }
         if !t.msg.is_empty() {
-            let _ = writeln!(f, "msg: {}", t.msg);
+            let _ = writeln!(text, "msg: {}", t.msg);
         }
         for w in &t.warnings {
-            let _ = writeln!(f, "warning: {w}");
+            let _ = writeln!(text, "warning: {w}");
         }
         if !t.stdout.is_empty() {
-            let _ = writeln!(f, "--- stdout\n{}", r.redact(&t.stdout));
+            let _ = writeln!(text, "--- stdout\n{}", r.redact(&t.stdout));
         }
         if !t.stderr.is_empty() {
-            let _ = writeln!(f, "--- stderr\n{}", r.redact(&t.stderr));
+            let _ = writeln!(text, "--- stderr\n{}", r.redact(&t.stderr));
         }
         if let Some(d) = &t.diff {
-            let _ = writeln!(f, "--- diff\n{d}");
+            let _ = writeln!(text, "--- diff\n{d}");
         }
+        let _ = f.write_all(text.as_bytes());
     }
 
     /// Writes the hosts to retry; an empty file when there are none.

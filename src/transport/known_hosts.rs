@@ -6,9 +6,10 @@
 //! (refuse unknown keys too) and `off` (accept anything but a revoked key, with a warning every
 //! run). Not here: which files a host uses (ssh_config, read in spec.rs) and the handshake itself.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
@@ -188,11 +189,30 @@ struct Line {
     key: PublicKey,
 }
 
-/// The lines of `file` that name `name`, in order. Comments, blank lines and lines OpenSSH could
-/// not read either (unknown marker, bad hash, unreadable key) are skipped, as `ssh` skips them.
-fn lines_naming(file: &Path, name: &str) -> Vec<Line> {
-    let Ok(text) = std::fs::read_to_string(file) else { return Vec::new() };
-    let mut found = Vec::new();
+/// A line of a known_hosts file, parsed.
+#[derive(Debug, Clone)]
+struct Parsed {
+    line: usize,
+    marker: Option<Marker>,
+    patterns: HostPatterns,
+    key: PublicKey,
+}
+
+/// A file's text and its parsed lines, as last read.
+#[derive(Default)]
+struct ParsedFile {
+    text: String,
+    lines: Arc<Vec<Parsed>>,
+}
+
+/// Every known_hosts file read in this process, parsed once: a login looks its host up two or
+/// three times, and parsing a line (its key's base64 and encoding) for every lookup made each
+/// login cost O(lines): at 1000 hosts that was most of the bastion's CPU. The file is read for
+/// every lookup all the same and its text compared with the one parsed, so an edit is always
+/// seen; text appended (accept-new, another copctl) is parsed alone.
+static PARSED: Mutex<Option<HashMap<PathBuf, ParsedFile>>> = Mutex::new(None);
+
+fn parse_lines(text: &str, first_line: usize, file: &Path, out: &mut Vec<Parsed>) {
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_start_matches([' ', '\t']);
         if line.is_empty() || line.starts_with('#') {
@@ -201,15 +221,51 @@ fn lines_naming(file: &Path, name: &str) -> Vec<Line> {
         // ssh-key splits fields on single spaces; OpenSSH allows any run of blanks.
         let fields: Vec<&str> = line.split([' ', '\t']).filter(|f| !f.is_empty()).collect();
         let Ok(entry) = fields.join(" ").parse::<Entry>() else {
-            tracing::debug!("{}:{}: not a known_hosts entry OpenSSH would read; skipped", file.display(), i + 1);
+            tracing::debug!(
+                "{}:{}: not a known_hosts entry OpenSSH would read; skipped",
+                file.display(),
+                first_line + i
+            );
             continue;
         };
-        if names_host(entry.host_patterns(), name) {
-            let at = Location { file: file.to_path_buf(), line: i + 1 };
-            found.push(Line { at, marker: entry.marker().copied(), key: entry.public_key().clone() });
-        }
+        out.push(Parsed {
+            line: first_line + i,
+            marker: entry.marker().copied(),
+            patterns: entry.host_patterns().clone(),
+            key: entry.public_key().clone(),
+        });
     }
-    found
+}
+
+/// `file`'s parsed lines, from the cache while its text is the one parsed.
+fn parsed(file: &Path) -> Arc<Vec<Parsed>> {
+    let Ok(text) = std::fs::read_to_string(file) else { return Arc::default() };
+    let mut cache = PARSED.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = cache.get_or_insert_with(HashMap::new).entry(file.to_path_buf()).or_default();
+    if entry.text == text {
+        return entry.lines.clone();
+    }
+    // Whole lines appended to the parsed text are parsed alone; any other change, all again.
+    if !entry.text.is_empty() && entry.text.ends_with('\n') && text.starts_with(&entry.text) {
+        let first_line = entry.text.matches('\n').count() + 1;
+        parse_lines(&text[entry.text.len()..], first_line, file, Arc::make_mut(&mut entry.lines));
+    } else {
+        let mut lines = Vec::new();
+        parse_lines(&text, 1, file, &mut lines);
+        entry.lines = Arc::new(lines);
+    }
+    entry.text = text;
+    entry.lines.clone()
+}
+
+/// The lines of `file` that name `name`, in order. Comments, blank lines and lines OpenSSH could
+/// not read either (unknown marker, bad hash, unreadable key) are skipped, as `ssh` skips them.
+fn lines_naming(file: &Path, name: &str) -> Vec<Line> {
+    parsed(file)
+        .iter()
+        .filter(|p| names_host(&p.patterns, name))
+        .map(|p| Line { at: Location { file: file.to_path_buf(), line: p.line }, marker: p.marker, key: p.key.clone() })
+        .collect()
 }
 
 /// The line numbers of `file` that name `name`, as `ssh-keygen -F NAME -f FILE` lists them.
@@ -486,6 +542,31 @@ mod tests {
         kh.learn("new", 22, &a).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text.matches("new ssh-ed25519").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_file_edited_during_the_run_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("known_hosts");
+        let kh = KnownHosts::new(p.clone(), HostKeyPolicy::Strict);
+        let (a, b) = (key(KEY_A), key(KEY_B));
+        std::fs::write(&p, format!("h1 ssh-ed25519 {KEY_A}\n")).unwrap();
+        assert_eq!(kh.check("h1", 22, &a), Verdict::Known);
+        // The same length, another key: the parse of the old text must not answer.
+        std::fs::write(&p, format!("h1 ssh-ed25519 {KEY_B}\n")).unwrap();
+        assert_eq!(kh.check("h1", 22, &a), Verdict::Changed(Location { file: p.clone(), line: 1 }));
+        // Lines appended are found, at their own line numbers.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        writeln!(f, "# h2 below\n\nh2 ssh-ed25519 {KEY_A}\n@revoked h3 ssh-ed25519 {KEY_B}").unwrap();
+        assert_eq!(kh.check("h2", 22, &a), Verdict::Known);
+        assert_eq!(kh.check("h3", 22, &b), Verdict::Revoked(Location { file: p.clone(), line: 5 }));
+        assert_eq!(find(&p, "h2"), [4]);
+        // A line taken out: gone, and the lines after it renumbered.
+        std::fs::write(&p, format!("h2 ssh-ed25519 {KEY_A}\n")).unwrap();
+        assert_eq!(kh.check("h1", 22, &b), Verdict::Unknown);
+        assert_eq!(find(&p, "h2"), [1]);
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(kh.check("h2", 22, &a), Verdict::Unknown);
     }
 
     #[test]
