@@ -730,3 +730,21 @@ Error:
 "#,
     );
 }
+
+/// `assert: '{{ item }}'` and `fail: '{{ item }}'`: the whole argument mapping from one
+/// expression, per item, the task's `args:` over it, checked as the module checks its own
+/// (no `that`): the same results and messages as ansible-playbook's.
+#[test]
+fn assert_arguments_from_a_template_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "templated-assert.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/templated-assert")).unwrap();
+    assert_eq!(
+        file,
+        "held=['All assertions passed', 'holds on lab-1', 'All assertions passed']\n\
+         failed=[True, True, True, True]\n\
+         msgs=['one is not two', 'Assertion failed', 'not three', 'missing required arguments: that']\n\
+         over=['from the task']\n\
+         fail=['stop here', 'Failed as requested from task']\n"
+    );
+}

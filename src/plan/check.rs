@@ -232,6 +232,15 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         let count = if known.is_some() { all.len().min(MAX_CHECKED_ITEMS) } else { 1 };
         let lc = step.def.loop_control.as_ref();
         let var = crate::playbook::LoopControl::var(lc);
+        // Items only the run knows (a registered result's `results`) are looked into as a
+        // registered result is: what they hold is not known yet.
+        let registered_here = if known.is_none() {
+            let mut r = registered[t.playbook].clone();
+            r.insert(var.to_string());
+            std::borrow::Cow::Owned(r)
+        } else {
+            std::borrow::Cow::Borrowed(&registered[t.playbook])
+        };
         for (i, item) in all.iter().take(count).enumerate() {
             let mut reg = reg.clone();
             reg.insert(var.into(), item.clone());
@@ -247,7 +256,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
                 continue;
             }
-            check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
+            check_step(site, pb, step, host, &ctx, &registered_here)?;
         }
     }
     Ok(())

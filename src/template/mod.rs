@@ -1312,6 +1312,9 @@ fn add_filters(env: &mut Environment<'static>) {
     env.add_test("file", |p: String| -> bool { std::path::Path::new(&p).is_file() });
     // Ansible's `lookup('env', NAME)` and `lookup('file', PATH)`: settings kept out of cleartext
     // files (`registry_password: "{{ lookup('env', 'COP_REGISTRY_PASSWORD') }}"`).
+    // Jinja2's own globals beside range, dict and namespace.
+    env.add_function("joiner", minijinja_contrib::globals::joiner);
+    env.add_function("cycler", minijinja_contrib::globals::cycler);
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);

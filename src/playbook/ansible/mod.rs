@@ -1473,6 +1473,28 @@ mod tests {
     }
 
     #[test]
+    fn assert_arguments_from_one_expression_only() {
+        let text = "- hosts: all\n  tasks:\n    - assert: '{{ item }}'\n      args: {quiet: true, frobnicate: 1}\n      loop: [{that: x}]\n    - assert: 'that={{ x }} and {{ y }}'\n    - fail: '{{ a }}{{ b }}'\n";
+        assert_eq!(
+            problems(text),
+            [
+                "t.yml:4:27: assert: argument 'frobnicate' is not supported",
+                "t.yml:6:15: assert: arguments from a template ('that={{ x }} and {{ y }}') are not supported",
+                "t.yml:7:13: fail: arguments from a template ('{{ a }}{{ b }}') are not supported",
+            ]
+        );
+        let ok =
+            "- hosts: all\n  tasks:\n    - assert: '{{ item }}'\n      args: {quiet: true}\n      loop: [{that: x}]\n";
+        let pb = parse("t", Source::new("t.yml", ok), Path::new("/nonexistent"), None, None).unwrap();
+        assert_eq!(
+            pb.warnings,
+            [
+                "t.yml:3:15: using a template for task args is unsafe in some situations (a variable's mapping may hold arguments the task never wrote)"
+            ]
+        );
+    }
+
+    #[test]
     fn every_problem_of_the_file_is_reported() {
         let text = "- hosts: all\n  order: sorted\n  tasks:\n    - pause: prompt=go\n    - shell: echo\n      regster: out\n    - copy: dest=/x content=y unsafe_writes=yes\n    - frobnicate: x\n";
         assert_eq!(

@@ -874,11 +874,29 @@ pub fn translate(
                 && t.contains("{{")
                 && !is_kv_only(t)
             {
-                let m = format!("{name}: arguments from a template ('{t}') are not supported");
-                let help =
-                    "copctl reads a task's arguments when the playbook is loaded: write them as a mapping (that: ...)";
-                p.add(node.line, node.column, m, "a templated argument mapping", Some(help.into()));
-                return None;
+                let Some(expr) = crate::template::single_expression(t) else {
+                    let m = format!("{name}: arguments from a template ('{t}') are not supported");
+                    let help = "the whole argument mapping may come from one expression ('{{ item }}'); \
+                                else write the arguments as a mapping (that: ...)";
+                    p.add(node.line, node.column, m, "a templated argument mapping", Some(help.into()));
+                    return None;
+                };
+                // The task's own `args:` go over the mapping's when the task runs.
+                let mut over = Map::new();
+                if let Some(e) = extra {
+                    let takes: &[&str] =
+                        if name == "fail" { &["msg"] } else { &["that", "fail_msg", "msg", "success_msg", "quiet"] };
+                    let mut a = Args::new(p, name, e, None, None);
+                    let (known, unknown) = std::mem::take(&mut a.items)
+                        .into_iter()
+                        .partition::<Vec<_>, _>(|it| takes.contains(&it.name.as_str()));
+                    over.extend(known.into_iter().map(|it| (it.name, it.value)));
+                    a.items = unknown;
+                    a.finish(takes);
+                }
+                out.insert("that".into(), json!([]));
+                out.insert("args_from".into(), json!({"expr": expr.trim(), "over": over, "fail": name == "fail"}));
+                return Some(Translated { kind: Some("assert"), args: Value::Object(out), fields, fails: None });
             }
             let mut a = Args::new(p, name, node, extra, None);
             if name == "fail" {

@@ -486,6 +486,16 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let pushed = own_defaults.is_some();
     f.p.module_defaults.extend(own_defaults);
     let t = modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted);
+    if let Some(t) = &t
+        && t.args.get("args_from").is_some()
+    {
+        // Ansible's own warning: a mapping from data can carry arguments the author never wrote.
+        f.warnings.push(format!(
+            "{}:{}:{}: using a template for task args is unsafe in some situations (a variable's \
+             mapping may hold arguments the task never wrote)",
+            f.p.source.name, mv.line, mv.column
+        ));
+    }
     if pushed {
         f.p.module_defaults.pop();
     }
