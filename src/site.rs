@@ -50,6 +50,8 @@ pub struct Site {
     /// scheduler's allocations. (Nothing changes a site's variables once it is planned from.)
     layers_cache: Mutex<HashMap<(String, String), Arc<Layers>>>,
     host_vars_cache: Mutex<HashMap<String, Arc<Vars>>>,
+    /// Each host's `group_names`, found once (its groups and all their ancestors).
+    group_names_cache: Mutex<HashMap<String, Arc<Vec<String>>>>,
 }
 
 /// `name` in the site directory (`crate::inventory::site_dir`: the first inventory source's
@@ -111,6 +113,7 @@ impl Site {
             groups_template: OnceLock::new(),
             layers_cache: Mutex::default(),
             host_vars_cache: Mutex::default(),
+            group_names_cache: Mutex::default(),
         }
     }
 
@@ -213,7 +216,11 @@ impl Site {
         let vars = layers.for_host(&inv_vars, Some(own));
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
-        host_context(&self.templates, host, vars, groups, &self.inventory.group_names(host), lookup)
+        let group_names = {
+            let mut cache = self.group_names_cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.group_names(host))).clone()
+        };
+        host_context(&self.templates, host, vars, groups, &group_names, lookup)
     }
 
     /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars

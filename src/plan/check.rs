@@ -148,8 +148,7 @@ const MAX_CHECKED_ITEMS: usize = 64;
 /// The conditions of a `when` that read no placeholder of the plan (a registered result, a fact
 /// gathered or set as the run goes): what the plan can decide now.
 fn known_conditions(when: Option<&Condition>, placeholders: &IndexMap<String, Value>) -> Option<Condition> {
-    let words = regex::Regex::new(r"[A-Za-z_][A-Za-z0-9_]*").expect("a valid pattern");
-    let known = |e: &String| !words.find_iter(e).any(|w| placeholders.contains_key(w.as_str()));
+    let known = |e: &String| !super::IDENT.find_iter(e).any(|w| placeholders.contains_key(w.as_str()));
     match when? {
         Condition::Bool(b) => Some(Condition::Bool(*b)),
         Condition::Expr(e) => known(e).then(|| Condition::Expr(e.clone())),

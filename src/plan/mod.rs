@@ -9,7 +9,7 @@ pub mod logins;
 pub mod render;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use indexmap::IndexSet;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -121,6 +121,9 @@ struct Builder<'a> {
     /// their own order).
     fact_producers: HashMap<String, Vec<NodeIndex>>,
     order_only: HashSet<(NodeIndex, NodeIndex)>,
+    /// Each step's identifiers (by playbook, play, step), found once: a step's text is the same
+    /// for every host it is planned on.
+    identifiers: HashMap<(usize, usize, usize), Arc<HashSet<String>>>,
 }
 
 /// Plans `playbooks` on the site's inventory, limited by `limit`.
@@ -191,6 +194,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         producers: HashMap::new(),
         fact_producers: HashMap::new(),
         order_only: HashSet::new(),
+        identifiers: HashMap::new(),
     };
     let mut all_batches = Vec::new();
     let mut warnings: Vec<String> = playbooks.iter().flat_map(|p| p.warnings.iter().cloned()).collect();
@@ -584,10 +588,11 @@ impl Builder<'_> {
         // play it waits, order only, for the other hosts' earlier tasks that register or
         // `set_fact` it (Ansible's hosts, in lock-step, have run them). A result of its own
         // host needs no edge: the host's own step order already provides it.
-        let ids = identifiers(self.site, step);
+        let site = self.site;
+        let ids = self.identifiers.entry((pi, ki, si)).or_insert_with(|| Arc::new(identifiers(site, step))).clone();
         let mut order_only = Vec::new();
         if ids.contains("hostvars") {
-            for name in &ids {
+            for name in ids.iter() {
                 let registers = self.producers.get(name).into_iter().flatten().map(|p| (*p, false));
                 let facts = self.fact_producers.get(name).into_iter().flatten().map(|p| (*p, true));
                 for (p, fact) in registers.chain(facts) {

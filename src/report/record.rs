@@ -4,6 +4,7 @@
 //! only its owner may read it (directories 0700, files 0600): command output can hold what no
 //! redactor knew to be secret.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -19,6 +20,8 @@ pub struct RunRecord {
     pub dir: PathBuf,
     pub root: PathBuf,
     events: File,
+    /// The hosts whose log this run has made.
+    logs: HashSet<String>,
 }
 
 impl RunRecord {
@@ -30,7 +33,7 @@ impl RunRecord {
             fs::set_permissions(d, fs::Permissions::from_mode(0o700))?;
         }
         let events = private_file(&dir.join("events.jsonl"), false)?;
-        Ok(RunRecord { dir, root: root.to_path_buf(), events })
+        Ok(RunRecord { dir, root: root.to_path_buf(), events, logs: HashSet::new() })
     }
 
     pub fn event(&mut self, line: &str) {
@@ -46,7 +49,14 @@ impl RunRecord {
     pub fn host_log(&mut self, host: &str, r: &Redactor, t: &TaskEnd) {
         let safe: String =
             host.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        let Ok(mut f) = private_file(&self.dir.join("hosts").join(format!("{safe}.log")), true) else {
+        let path = self.dir.join("hosts").join(format!("{safe}.log"));
+        // Made private the first time; appended to after that (a task at a time, every host).
+        let opened = if self.logs.insert(safe) {
+            private_file(&path, true)
+        } else {
+            OpenOptions::new().append(true).open(&path)
+        };
+        let Ok(mut f) = opened else {
             return;
         };
         // One write a task: the log is appended to for every task of every host.
