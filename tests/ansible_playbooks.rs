@@ -748,3 +748,18 @@ fn assert_arguments_from_a_template_end_as_ansible_leaves_them() {
          fail=['stop here', 'Failed as requested from task']\n"
     );
 }
+
+/// Everyday idioms: `default(omit)` leaving an argument out (the copy's mode then the file's
+/// default, as Ansible's), filters, tests and lookups by their `ansible.builtin.` names, and a
+/// fact accumulated over a loop from its own earlier value (`names | default([]) + [item]`).
+#[test]
+fn everyday_idioms_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "idioms.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/idioms")).unwrap();
+    assert_eq!(
+        file,
+        "names=ana,bo\nuids={\"ana\": 2001, \"cy\": 2003}\nbase=app.conf\nmatch=True\nnotmatch=True\nhome=none\nlisted=2\n"
+    );
+    assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
+}

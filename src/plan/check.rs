@@ -114,18 +114,42 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
 /// arithmetic on it checks as it will run; one that needs results of the run stays text.
 fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, Value>) -> IndexMap<String, Value> {
     let mut out = base.clone();
-    for s in pb.all_steps() {
+    let steps = pb.plays.iter().flat_map(|p| p.steps.iter().map(move |s| (Some(&p.vars), s)));
+    for (play_vars, s) in steps.chain(pb.handlers.iter().map(|s| (None, s))) {
         let Action::SetFact(m) = &s.action else { continue };
-        // Over a literal loop, once per item (a fact that accumulates gets all of them).
+        // The play's and the step's own variables, as the run gives them, under the facts.
+        let with_vars = |facts: &IndexMap<String, Value>| {
+            let mut v: IndexMap<String, Value> =
+                play_vars.into_iter().flatten().map(|(k, x)| (k.clone(), x.clone())).collect();
+            v.extend(s.def.vars.iter().map(|(k, x)| (k.clone(), x.clone())));
+            v.extend(facts.iter().map(|(k, x)| (k.clone(), x.clone())));
+            v
+        };
+        // Over a loop the plan can evaluate, once per item (a fact that accumulates gets all of
+        // them).
         let var = crate::playbook::LoopControl::var(s.def.loop_control.as_ref());
-        let items: Vec<Option<&Value>> = match &s.def.loop_over {
-            Some(Value::Array(a)) => a.iter().map(Some).collect(),
+        let items: Vec<Option<Value>> = match &s.def.loop_over {
+            Some(Value::Array(a)) => a.iter().cloned().map(Some).collect(),
+            Some(Value::String(l)) => {
+                let ctx = site.context(pb, host, Arc::new(with_vars(&out)));
+                match site.templates.eval(l, &ctx).ok().and_then(|v| serde_json::to_value(&v).ok()) {
+                    Some(Value::Array(a)) if !a.is_empty() => a.into_iter().take(MAX_CHECKED_ITEMS).map(Some).collect(),
+                    _ => vec![None],
+                }
+            }
             _ => vec![None],
         };
         for item in items {
-            let mut ctx_vars = out.clone();
+            let mut ctx_vars = with_vars(&out);
             if let Some(i) = item {
-                ctx_vars.insert(var.to_string(), i.clone());
+                ctx_vars.insert(var.to_string(), i);
+            }
+            // A fact still standing in as text reads as what it is before this step first sets
+            // it (`names | default([]) + [item]`): undefined here, or what lower layers give.
+            for k in m.keys() {
+                if ctx_vars.get(k) == Some(&json!("")) && base.get(k) == Some(&json!("")) {
+                    ctx_vars.shift_remove(k);
+                }
             }
             let ctx = site.context(pb, host, Arc::new(ctx_vars));
             for (k, v) in m.iter() {

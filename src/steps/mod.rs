@@ -436,6 +436,7 @@ fn render_args_noting_secrets<T: serde::Serialize + serde::de::DeserializeOwned>
 ) -> Result<T, String> {
     let v = serde_json::to_value(args).map_err(|e| e.to_string())?;
     let r = render_noting_secrets(t, &v, ctx, secret).map_err(|e| crate::template::describe_error(&e))?;
+    let r = crate::template::remove_omit(r);
     // serde's message would quote the rendered value.
     serde_json::from_value(r).map_err(|e| {
         if secret.is_empty() { format!("after rendering: {e}") } else { "after rendering: invalid arguments".into() }

@@ -243,7 +243,7 @@ impl Templates {
     pub fn eval(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
         let expr = expr.trim();
         let expr = expr.strip_prefix("{{").and_then(|e| e.strip_suffix("}}")).unwrap_or(expr);
-        with_root(ctx, || self.env.compile_expression(expr)?.eval(ctx))
+        with_root(ctx, || self.env.compile_expression(&unqualified(expr))?.eval(ctx))
     }
 
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
@@ -281,7 +281,26 @@ pub fn host_context(
     ctx.ready.insert("groups".into(), groups);
     ctx.ready.insert("group_names".into(), crate::template::to_value(group_names));
     ctx.ready.insert("hostvars".into(), Value::from_object(hostvars));
+    ctx.ready.insert("omit".into(), Value::from(OMIT));
     Value::from_object(ctx)
+}
+
+/// Ansible's `omit`: an argument whose value renders to it is left out of the module's
+/// arguments (`mode: "{{ m | default(omit) }}"`), as if the task had not named it.
+pub const OMIT: &str = "__omit_place_holder__copctl";
+
+/// `v` without the mappings' entries and the lists' items that are `omit` (Ansible's
+/// `remove_omit`, over nested mappings and lists too).
+pub fn remove_omit(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter().filter(|(_, x)| x.as_str() != Some(OMIT)).map(|(k, x)| (k, remove_omit(x))).collect(),
+        ),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().filter(|x| x.as_str() != Some(OMIT)).map(remove_omit).collect())
+        }
+        other => other,
+    }
 }
 
 /// The lookups copctl runs, for its refusal.
@@ -408,7 +427,9 @@ fn template_lookup(
         let body = source.strip_suffix('\n').unwrap_or(&source);
         let one = body.starts_with("{{") && body.ends_with("}}") && syntax == Syntax::default();
         match single_expression(body).filter(|_| one) {
-            Some(expr) => out.push(with_root(&vars, || state.env().compile_expression(expr)?.eval(&vars))?),
+            Some(expr) => {
+                out.push(with_root(&vars, || state.env().compile_expression(&unqualified(expr))?.eval(&vars))?)
+            }
             None => out.push(Value::from(render_text(state.env(), term, &source, &vars, &syntax)?)),
         }
     }
@@ -446,10 +467,18 @@ fn run_lookup(
     let out = match kind {
         "env" => {
             let names = terms.iter().map(text).collect::<Result<Vec<_>, _>>()?;
+            // Ansible's `default=` option; an unset variable without one is an error here.
+            let default: Option<String> = kw.get("default")?;
             match names.as_slice() {
-                [name] => vec![Value::from(std::env::var(name).map_err(|_| {
-                    fail(format!("lookup('env', '{name}'): the environment variable {name} is not set"))
-                })?)],
+                [name] => vec![Value::from(match (std::env::var(name), default) {
+                    (Ok(v), _) => v,
+                    (Err(_), Some(d)) => d,
+                    (Err(_), None) => {
+                        return Err(fail(format!(
+                            "lookup('env', '{name}'): the environment variable {name} is not set"
+                        )));
+                    }
+                })],
                 [name, default] => vec![Value::from(std::env::var(name).unwrap_or_else(|_| default.clone()))],
                 _ => return Err(fail("lookup('env', ...) takes one argument (and a default)".into())),
             }
@@ -491,6 +520,7 @@ fn run_lookup(
                 _ => "with_nested",
             };
             let source = format!("terms | {filter}");
+            let source = unqualified(&source);
             let expr = state.env().compile_expression(&source)?;
             let v = expr.eval(minijinja::context! { terms => Value::from(terms.to_vec()) })?;
             v.try_iter()?.collect()
@@ -791,7 +821,23 @@ fn lookup_args(
     let kind = kind.as_str().ok_or_else(|| {
         minijinja::Error::new(ErrorKind::InvalidOperation, format!("lookup: the lookup's name is text, not {kind}"))
     })?;
+    // `lookup('ansible.builtin.env', ...)`: ansible-core's own lookups by their FQCN.
+    let kind = kind.strip_prefix("ansible.builtin.").or_else(|| kind.strip_prefix("ansible.legacy.")).unwrap_or(kind);
     Ok((kind.to_string(), terms.to_vec(), kw))
+}
+
+/// ansible-core's filters and tests named by their FQCN (`x | ansible.builtin.basename`, `is
+/// ansible.builtin.match`) as their short names, which are the ones copctl registers: the text
+/// with the collection's prefix taken out where a filter or a test is named.
+fn unqualified(text: &str) -> std::borrow::Cow<'_, str> {
+    static FQCN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(\|\s*|\bis\s+(?:not\s+)?)ansible\.(?:builtin|legacy)\.([A-Za-z_])")
+            .expect("a valid pattern")
+    });
+    if !text.contains("ansible.") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    FQCN.replace_all(text, "$1$2")
 }
 
 /// `lookup(kind, terms..., wantlist=False)` as Ansible gives its result: with `wantlist` the
@@ -835,7 +881,8 @@ fn render_text(
 ) -> Result<String, minijinja::Error> {
     // Ansible pads with the module's newline_sequence, not the `#jinja2:` line's.
     let newline = o.newline_sequence.clone().unwrap_or_else(|| "\n".into());
-    let (body, o) = header_overrides(source, o)?;
+    let unqualified_source = unqualified(source);
+    let (body, o) = header_overrides(&unqualified_source, o)?;
     let out = if o == Syntax::default() {
         with_root(ctx, || env.render_named_str(name, body, ctx))?
     } else {
@@ -1126,7 +1173,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
     Ok(match v {
         serde_json::Value::String(s) if is_template(s) => match single_expression(s) {
             Some(expr) => {
-                let v = with_root(ctx, || env.compile_expression(expr)?.eval(ctx))?;
+                let v = with_root(ctx, || env.compile_expression(&unqualified(expr))?.eval(ctx))?;
                 if v.is_undefined() {
                     return Err(minijinja::Error::new(
                         ErrorKind::UndefinedError,
