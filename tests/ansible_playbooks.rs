@@ -759,7 +759,8 @@ fn everyday_idioms_end_as_ansible_leaves_them() {
     let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/idioms")).unwrap();
     assert_eq!(
         file,
-        "names=ana,bo\nuids={\"ana\": 2001, \"cy\": 2003}\nbase=app.conf\nmatch=True\nnotmatch=True\nhome=none\nlisted=2\n"
+        "names=ana,bo\nuids={\"ana\": 2001, \"cy\": 2003}\nbase=app.conf\nmatch=True\nnotmatch=True\nhome=none\nlisted=2\n\
+         play=idioms: lab-1,lab-2 / lab-1,lab-2 / lab-1,lab-2 / 2\nversion=2.19\n"
     );
     assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
 }

@@ -223,6 +223,9 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         // What the engine sets for each task (run/task.rs).
+        for (k, v) in crate::run::play_magic(plan, t, &Default::default()) {
+            reg.entry(k.into()).or_insert(v);
+        }
         reg.entry("ansible_check_mode".into()).or_insert(json!(false));
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
         let Some(l) = &step.def.loop_over else {

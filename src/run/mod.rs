@@ -8,6 +8,8 @@
 mod rescue;
 mod task;
 
+pub use task::play_magic;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -700,6 +702,7 @@ impl Engine {
                     local_dir: self.opts.local_dir.clone(),
                     stop: self.stop.subscribe(),
                     secret_facts: self.secret_facts.clone(),
+                    gone: Arc::new(self.failed_hosts.keys().cloned().collect()),
                 };
                 running.spawn(async move {
                     let t0 = Instant::now();

@@ -37,6 +37,27 @@ pub struct Job {
     pub stop: tokio::sync::watch::Receiver<bool>,
     /// Facts set from secrets earlier in the run: secret variables from then on.
     pub secret_facts: Arc<BTreeSet<String>>,
+    /// The hosts out of the run when the task starts (failed or unreachable): not in
+    /// `ansible_play_hosts` and `ansible_play_batch`.
+    pub gone: Arc<BTreeSet<String>>,
+}
+
+/// Ansible's play magic variables for a task of `t`'s play: its hosts after the limit
+/// (`ansible_play_hosts_all`), those not out of the run (`ansible_play_hosts`), the same of the
+/// task's batch (`ansible_play_batch`, and its old name `play_hosts`), the play's name.
+pub fn play_magic(plan: &Plan, t: &crate::plan::Task, gone: &BTreeSet<String>) -> [(&'static str, Value); 5] {
+    let batches = &plan.batches[t.playbook][t.play];
+    let all: Vec<&String> = batches.iter().flatten().collect();
+    let batch: Vec<&String> =
+        batches.get(t.batch.saturating_sub(1)).into_iter().flatten().filter(|h| !gone.contains(*h)).collect();
+    let active: Vec<&&String> = all.iter().filter(|h| !gone.contains(**h)).collect();
+    [
+        ("ansible_play_hosts", json!(active)),
+        ("ansible_play_batch", json!(batch)),
+        ("play_hosts", json!(batch)),
+        ("ansible_play_hosts_all", json!(all)),
+        ("ansible_play_name", json!(plan.play(t).name)),
+    ]
 }
 
 /// Evaluates a condition; all expressions of a list must hold.
@@ -97,6 +118,9 @@ impl Job {
         // Ansible's variables of the host a task is delegated to, by its name.
         if let Some(d) = t.runs_on.as_deref() {
             own.insert("ansible_delegated_vars".into(), json!({ d: format!("{{{{ hostvars[{}] }}}}", json!(d)) }));
+        }
+        for (k, v) in play_magic(&plan, &t, &self.gone) {
+            own.entry(k.into()).or_insert(v);
         }
         own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
         own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));

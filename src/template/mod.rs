@@ -282,6 +282,11 @@ pub fn host_context(
     ctx.ready.insert("group_names".into(), crate::template::to_value(group_names));
     ctx.ready.insert("hostvars".into(), Value::from_object(hostvars));
     ctx.ready.insert("omit".into(), Value::from(OMIT));
+    // The ansible-core release whose behaviour copctl follows (its differential tests' oracle).
+    ctx.ready.insert(
+        "ansible_version".into(),
+        to_value(serde_json::json!({"full": "2.19.0", "major": 2, "minor": 19, "revision": 0, "string": "2.19.0"})),
+    );
     Value::from_object(ctx)
 }
 
