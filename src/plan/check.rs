@@ -153,8 +153,8 @@ fn typed_facts(site: &Site, pb: &Playbook, host: &str, base: &IndexMap<String, V
             }
             let ctx = site.context(pb, host, Arc::new(ctx_vars));
             for (k, v) in m.iter() {
-                let Some(expr) = v.as_str().and_then(crate::template::single_expression) else { continue };
-                if let Ok(r) = site.templates.eval(expr, &ctx)
+                let Some(expr) = v.as_str().and_then(crate::template::yaml_single_expression) else { continue };
+                if let Ok(r) = site.templates.eval(&expr, &ctx)
                     && !r.is_undefined()
                     && let Ok(j) = serde_json::to_value(&r)
                 {

@@ -509,9 +509,9 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
         // list), as Ansible's templating of a loop's items does.
         Value::Array(a) => a
             .iter()
-            .map(|x| match x.as_str().and_then(crate::template::single_expression) {
+            .map(|x| match x.as_str().and_then(crate::template::yaml_single_expression) {
                 Some(expr) => t
-                    .eval(expr, ctx)
+                    .eval(&expr, ctx)
                     .map_err(|e| crate::template::describe_error(&e))
                     .and_then(|r| serde_json::to_value(&r).map_err(|e| e.to_string())),
                 None => crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e)),

@@ -48,9 +48,9 @@ impl Kind for SetFactArgs {
 /// as a variable's value does; other strings render to text.
 pub(super) fn native(cx: &StepCtx<'_>, v: &Value) -> Result<Value, minijinja::Error> {
     match v {
-        Value::String(s) => match crate::template::single_expression(s) {
+        Value::String(s) => match crate::template::yaml_single_expression(s) {
             Some(expr) => {
-                let r = cx.templates.eval(expr, cx.vars)?;
+                let r = cx.templates.eval(&expr, cx.vars)?;
                 if r.is_undefined() {
                     return Err(minijinja::Error::new(
                         minijinja::ErrorKind::UndefinedError,

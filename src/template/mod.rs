@@ -230,7 +230,7 @@ impl Templates {
         if !is_template(text) {
             return Ok(text.to_string());
         }
-        render_text(&self.env, "<string>", text, ctx, &Syntax::default())
+        render_text(&self.env, "<string>", &escape_backslashes(text), ctx, &Syntax::default())
     }
 
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
@@ -917,6 +917,61 @@ fn render_text(
     Ok(pad_trailing_newlines(body, out, &newline))
 }
 
+/// Ansible's `_escape_backslashes` for a template written in YAML (not a template file): every
+/// backslash inside a string literal of a `{{ ... }}` is doubled before Jinja reads it, so that
+/// YAML's unescaping and Jinja's do not both act on it (`regex_replace('(\\d+)', '\\1')`
+/// written once in a double-quoted YAML string keeps its backreference; `join('\n')` in a plain
+/// or single-quoted one is a backslash and an `n`, as under Ansible). `{% ... %}`, comments and
+/// `raw` blocks are left as they are, as Ansible leaves them.
+pub fn escape_backslashes(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\\') || !text.contains("{{") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut i = 0;
+    let mut last = 0;
+    while i + 1 < b.len() {
+        match &b[i..i + 2] {
+            b"{%" => {
+                let raw = text[i + 2..].trim_start_matches(['-', '+', ' ', '\t', '\n']).starts_with("raw");
+                let end = if raw {
+                    text[i..].find("endraw").and_then(|e| text[i + e..].find("%}").map(|x| i + e + x + 2))
+                } else {
+                    text[i..].find("%}").map(|x| i + x + 2)
+                };
+                i = end.unwrap_or(b.len());
+            }
+            b"{#" => i = text[i..].find("#}").map(|x| i + x + 2).unwrap_or(b.len()),
+            b"{{" => {
+                i += 2;
+                // Inside the expression: string literals get their backslashes doubled.
+                while i < b.len() && !(b[i] == b'}' && b.get(i + 1) == Some(&b'}')) {
+                    if b[i] == b'\'' || b[i] == b'"' {
+                        let q = b[i];
+                        let start = i;
+                        i += 1;
+                        while i < b.len() && b[i] != q {
+                            i += if b[i] == b'\\' { 2 } else { 1 };
+                        }
+                        let lit = &text[start..i.min(b.len())];
+                        out.push_str(&text[last..start]);
+                        out.push_str(&lit.replace('\\', "\\\\"));
+                        last = i.min(b.len());
+                    }
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if last == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Whether a string holds template syntax.
 pub fn is_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%")
@@ -1172,11 +1227,17 @@ pub fn single_expression(s: &str) -> Option<&str> {
         .filter(|x| !x.contains("{{") && !x.contains("}}") && !x.contains("{%"))
 }
 
+/// `single_expression` of a string written in YAML, its backslashes escaped as Ansible's are
+/// (`escape_backslashes`).
+pub fn yaml_single_expression(s: &str) -> Option<String> {
+    single_expression(&escape_backslashes(s)).map(str::to_string)
+}
+
 /// Renders every string of a variable's value. A string that is one expression (`"{{ groups['w'] }}"`)
 /// keeps the expression's type, as Ansible's native values do; other strings render to text.
 fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -> Result<Value, minijinja::Error> {
     Ok(match v {
-        serde_json::Value::String(s) if is_template(s) => match single_expression(s) {
+        serde_json::Value::String(s) if is_template(s) => match single_expression(&escape_backslashes(s)) {
             Some(expr) => {
                 let v = with_root(ctx, || env.compile_expression(&unqualified(expr))?.eval(ctx))?;
                 if v.is_undefined() {
@@ -1187,7 +1248,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
                 }
                 v
             }
-            None => Value::from(render_text(env, "<string>", s, ctx, &Syntax::default())?),
+            None => Value::from(render_text(env, "<string>", &escape_backslashes(s), ctx, &Syntax::default())?),
         },
         serde_json::Value::Array(a) => {
             Value::from(a.iter().map(|x| render_json(env, x, ctx)).collect::<Result<Vec<_>, _>>()?)
@@ -1564,6 +1625,20 @@ fn subelements(obj: Value, key: Value, skip_missing: bool, lookup: bool) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backslashes_in_expressions_are_escaped_as_ansible_escapes_them() {
+        let e = |t: &str| escape_backslashes(t).into_owned();
+        assert_eq!(e(r"{{ x | regex_replace('(\d+)', '\1') }}"), r"{{ x | regex_replace('(\\d+)', '\\1') }}");
+        assert_eq!(e(r#"a\b {{ "c:\t" ~ 'it\'s' }} d\e"#), r#"a\b {{ "c:\\t" ~ 'it\\'s' }} d\e"#);
+        // Statements, comments and raw blocks are Jinja's own.
+        assert_eq!(e(r"{% set p = 'a\b' %}{{ p }}"), r"{% set p = 'a\b' %}{{ p }}");
+        assert_eq!(
+            e(r"{# '\x' #}{% raw %}{{ '\y' }}{% endraw %}{{ '\z' }}"),
+            r"{# '\x' #}{% raw %}{{ '\y' }}{% endraw %}{{ '\\z' }}"
+        );
+        assert_eq!(e(r"no template \here"), r"no template \here");
+    }
 
     #[test]
     fn expanduser_is_pythons() {
