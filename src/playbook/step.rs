@@ -59,9 +59,10 @@ macro_rules! step_def {
             #[serde(default)]
             pub run_once: bool,
             pub delegate_to: Option<String>,
-            pub retries: Option<u32>,
-            /// Seconds between retries.
-            pub delay: Option<u64>,
+            /// A number, or a template that renders to one (when the task runs).
+            pub retries: Option<crate::steps::Number>,
+            /// Seconds between retries (a number or a template).
+            pub delay: Option<crate::steps::Number>,
             pub until: Option<String>,
             pub changed_when: Option<Condition>,
             pub failed_when: Option<Condition>,

@@ -388,8 +388,24 @@ impl Job {
             conn
         };
         let result_name = step.def.register.clone().unwrap_or_else(|| "result".into());
-        let retries = step.def.retries.unwrap_or(if step.def.until.is_some() { 3 } else { 0 });
-        let delay = Duration::from_secs(step.def.delay.unwrap_or(5));
+        // `retries: "{{ n }}"`: rendered for the host when the task runs, as Ansible's are.
+        let number = |n: &Option<crate::steps::Number>, default: u64, name: &str| -> Result<u64, String> {
+            match n {
+                None => Ok(default),
+                Some(crate::steps::Number::Value(v)) => Ok(*v),
+                Some(crate::steps::Number::Text(t)) => {
+                    let r = templates.render_str(t, &ctx).map_err(|e| crate::template::describe_error(&e))?;
+                    r.trim().parse().map_err(|_| format!("{name}: '{r}' is not a whole number"))
+                }
+            }
+        };
+        let (retries, delay) = match (
+            number(&step.def.retries, if step.def.until.is_some() { 3 } else { 0 }, "retries"),
+            number(&step.def.delay, 5, "delay"),
+        ) {
+            (Ok(r), Ok(d)) => (r, Duration::from_secs(d)),
+            (Err(e), _) | (_, Err(e)) => return Outcome::failed(e),
+        };
         let mut attempt = 0;
         loop {
             let cx = StepCtx {

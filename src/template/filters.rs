@@ -370,9 +370,16 @@ pub fn add(env: &mut Environment<'static>) {
         }
     });
     // `groups['x'] | map('extract', hostvars, 'ansible_host')`.
-    env.add_filter("extract", |key: Value, container: Value, more: Rest<Value>| -> Result<Value, Error> {
-        let mut v = container.get_item(&key)?;
-        for k in more.0 {
+    // Its third argument, `morekeys`, is one key or a list of them (Ansible's `extract`).
+    env.add_filter("extract", |key: Value, container: Value, more: Option<Value>| -> Result<Value, Error> {
+        let mut keys = vec![key];
+        match more {
+            Some(m) if m.kind() == ValueKind::Seq => keys.extend(m.try_iter()?),
+            Some(m) => keys.push(m),
+            None => {}
+        }
+        let mut v = container;
+        for k in keys {
             v = v.get_item(&k)?;
         }
         Ok(v)

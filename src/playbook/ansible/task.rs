@@ -364,6 +364,12 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                             other => other,
                         }
                     }
+                    "retries" | "delay" if v.as_str().is_some_and(crate::template::is_template) => {
+                        if k.name == "retries" {
+                            retries_at = Some(k);
+                        }
+                        v.as_str().map(Value::from)
+                    }
                     "retries" => {
                         retries_at = Some(k);
                         number(f, k, v).map(Value::from)
