@@ -45,14 +45,41 @@ fn regex(pattern: &str, kw: &Kwargs) -> Result<regex::Regex, Error> {
 }
 
 /// `combine`: later mappings win; `recursive=true` merges nested mappings too.
+/// How `combine` merges two lists under one key (Ansible's `list_merge`).
+#[derive(Clone, Copy, PartialEq)]
+enum ListMerge {
+    Replace,
+    Keep,
+    Append,
+    Prepend,
+    AppendRp,
+    PrependRp,
+}
+
+/// Ansible's `merge_hash`: mappings merged when `deep`, lists as `lists` says (at every level),
+/// anything else replaced.
 fn merge(
     into: &mut serde_json::Map<String, serde_json::Value>,
     from: serde_json::Map<String, serde_json::Value>,
     deep: bool,
+    lists: ListMerge,
 ) {
+    use serde_json::Value as J;
     for (k, v) in from {
         match (into.get_mut(&k), v) {
-            (Some(serde_json::Value::Object(a)), serde_json::Value::Object(b)) if deep => merge(a, b, deep),
+            (Some(J::Object(a)), J::Object(b)) if deep => merge(a, b, deep, lists),
+            (Some(J::Array(a)), J::Array(b)) if lists != ListMerge::Replace => {
+                let old = std::mem::take(a);
+                let rest = || old.iter().filter(|x| !b.contains(x)).cloned();
+                *a = match lists {
+                    ListMerge::Keep => old.clone(),
+                    ListMerge::Append => old.iter().chain(&b).cloned().collect(),
+                    ListMerge::Prepend => b.iter().chain(&old).cloned().collect(),
+                    ListMerge::AppendRp => rest().chain(b.iter().cloned()).collect(),
+                    ListMerge::PrependRp => b.iter().cloned().chain(rest()).collect(),
+                    ListMerge::Replace => b.clone(),
+                };
+            }
             (_, v) => {
                 into.insert(k, v);
             }
@@ -232,9 +259,19 @@ pub fn add(env: &mut Environment<'static>) {
         let deep: Option<bool> = kw.get("recursive")?;
         let list_merge: Option<String> = kw.get("list_merge")?;
         kw.assert_all_used()?;
-        if list_merge.as_deref().is_some_and(|m| m != "replace") {
-            return Err(bad("combine: list_merge other than 'replace' is not supported"));
-        }
+        let lists = match list_merge.as_deref().unwrap_or("replace") {
+            "replace" => ListMerge::Replace,
+            "keep" => ListMerge::Keep,
+            "append" => ListMerge::Append,
+            "prepend" => ListMerge::Prepend,
+            "append_rp" => ListMerge::AppendRp,
+            "prepend_rp" => ListMerge::PrependRp,
+            other => {
+                return Err(bad(format!(
+                    "merge_hash: 'list_merge' accepts only 'replace', 'keep', 'append', 'prepend', 'append_rp' or 'prepend_rp', not '{other}'"
+                )));
+            }
+        };
         let mut out = serde_json::Map::new();
         // combine also takes lists of mappings (`[a, b] | combine`).
         let mut all = vec![first];
@@ -248,7 +285,7 @@ pub fn add(env: &mut Environment<'static>) {
         }
         for v in flat {
             match v {
-                serde_json::Value::Object(m) => merge(&mut out, m, deep.unwrap_or(false)),
+                serde_json::Value::Object(m) => merge(&mut out, m, deep.unwrap_or(false), lists),
                 other => return Err(bad(format!("combine: expects mappings, got {other}"))),
             }
         }
@@ -485,12 +522,15 @@ fn hash(data: &[u8], algo: &str) -> Result<String, Error> {
         b.iter().map(|x| format!("{x:02x}")).collect()
     }
     Ok(match algo {
+        "md5" => hex(&md5::Md5::digest(data)),
         "sha1" => hex(&sha1::Sha1::digest(data)),
         "sha224" => hex(&sha2::Sha224::digest(data)),
         "sha256" => hex(&sha2::Sha256::digest(data)),
         "sha384" => hex(&sha2::Sha384::digest(data)),
         "sha512" => hex(&sha2::Sha512::digest(data)),
-        other => return Err(bad(format!("hash: '{other}' is not supported (sha1, sha224, sha256, sha384, sha512)"))),
+        other => {
+            return Err(bad(format!("hash: '{other}' is not supported (md5, sha1, sha224, sha256, sha384, sha512)")));
+        }
     })
 }
 
@@ -599,7 +639,7 @@ mod tests {
         );
         assert_eq!(
             render("{{ 'x' | hash('md4') }}"),
-            "error: invalid operation: hash: 'md4' is not supported (sha1, sha224, sha256, sha384, sha512) (in <string>:1)"
+            "error: invalid operation: hash: 'md4' is not supported (md5, sha1, sha224, sha256, sha384, sha512) (in <string>:1)"
         );
     }
 }
