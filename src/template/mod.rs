@@ -1207,7 +1207,9 @@ impl Object for LazyVars {
             let mut cache = self.rendered.lock().expect("render cache");
             return Some(cache.entry(name.to_string()).or_insert_with(|| (to_value(raw), BTreeSet::new())).0.clone());
         }
-        self.fallback.as_ref()?.get_attr(name).ok().filter(|v| !v.is_undefined())
+        let found = self.fallback.as_ref().and_then(|f| f.get_attr(name).ok()).filter(|v| !v.is_undefined());
+        // No facts gathered: `ansible_facts` is an empty mapping, as Ansible's is.
+        found.or_else(|| (name == "ansible_facts").then(|| Value::from(BTreeMap::<String, Value>::new())))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -1444,8 +1446,13 @@ fn add_filters(env: &mut Environment<'static>) {
             chrono::Local::now().format(&fmt).to_string()
         }))
     });
+    // Ansible's `list is any` / `list is all`.
+    env.add_test("any", |v: Value| -> Result<bool, minijinja::Error> { Ok(v.try_iter()?.any(|x| x.is_true())) });
+    env.add_test("all", |v: Value| -> Result<bool, minijinja::Error> { Ok(v.try_iter()?.all(|x| x.is_true())) });
+    env.add_test("version_compare", version_test);
+    env.add_test("version", version_test);
     // Ansible's `x is version(y, '>=')`.
-    env.add_test("version", |v: String, other: String, op: Option<String>| -> Result<bool, minijinja::Error> {
+    fn version_test(v: String, other: String, op: Option<String>) -> Result<bool, minijinja::Error> {
         use std::cmp::Ordering::*;
         let o = compare_versions(&v, &other);
         Ok(match op.as_deref().unwrap_or("==") {
@@ -1462,7 +1469,7 @@ fn add_filters(env: &mut Environment<'static>) {
                 ));
             }
         })
-    });
+    }
     // POSIX shell quoting exactly as Ansible's `quote` (Python's shlex.quote) does it, so a
     // site's shell lines render the same under copctl and Ansible.
     env.add_filter("quote", |v: Value| -> String {
@@ -1523,8 +1530,13 @@ fn add_filters(env: &mut Environment<'static>) {
             None => String::new(),
         }
     });
-    env.add_filter("ternary", |v: Value, a: Value, b: Value| -> Value {
-        if v.is_true() { a } else { b }
+    // Ansible's `ternary(true_val, false_val, none_val)`: the third for a null value.
+    env.add_filter("ternary", |v: Value, a: Value, b: Value, none: Option<Value>| -> Value {
+        match none {
+            Some(n) if v.is_none() => n,
+            _ if v.is_true() => a,
+            _ => b,
+        }
     });
     env.add_filter("mandatory", |v: Value| -> Result<Value, minijinja::Error> {
         if v.is_undefined() {
