@@ -52,6 +52,10 @@ pub struct Site {
     host_vars_cache: Mutex<HashMap<String, Arc<Vars>>>,
     /// Each host's `group_names`, found once (its groups and all their ancestors).
     group_names_cache: Mutex<HashMap<String, Arc<Vec<String>>>>,
+    /// The inventory file every host comes from, where `-i` named one file: Ansible's
+    /// `inventory_file` (and `inventory_dir`). With several sources, or a directory, copctl does
+    /// not know a host's file, and the names stay undefined.
+    pub inventory_file: Option<PathBuf>,
 }
 
 /// `name` in the site directory (`crate::inventory::site_dir`: the first inventory source's
@@ -88,6 +92,11 @@ impl Site {
         let inventory_secrets = inventory.secret_var_names();
         let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
         site.playbooks.vault = Some(opts.vault.clone());
+        if let [only] = opts.inventory.as_slice()
+            && only.is_file()
+        {
+            site.inventory_file = std::path::absolute(only).ok();
+        }
         site.secret_names.add(inventory_secrets);
         site.secret_names.add(extra.secret_names);
         Ok(site)
@@ -114,6 +123,7 @@ impl Site {
             layers_cache: Mutex::default(),
             host_vars_cache: Mutex::default(),
             group_names_cache: Mutex::default(),
+            inventory_file: None,
         }
     }
 
@@ -213,7 +223,12 @@ impl Site {
             let mut cache = self.host_vars_cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.host_vars(host))).clone()
         };
-        let vars = layers.for_host(&inv_vars, Some(own));
+        let mut vars = layers.for_host(&inv_vars, Some(own));
+        if let Some(f) = &self.inventory_file {
+            vars.entry("inventory_file".into()).or_insert_with(|| f.display().to_string().into());
+            let dir = f.parent().map(|d| d.display().to_string()).unwrap_or_default();
+            vars.entry("inventory_dir".into()).or_insert_with(|| dir.into());
+        }
         let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
         let group_names = {

@@ -764,7 +764,7 @@ fn everyday_idioms_end_as_ansible_leaves_them() {
          backref=1.7 joined=a\\nb winpath=c:\\\\temp\nextracted=lab-1,lab-2\ntried=1\n\
          md5=aa3ef5b6ebb78d184429cab1ec2ab521\n\
          merged={\"a\": [1, 2, 4], \"b\": {\"c\": [3, 5]}}\n\
-         tern=unset n\nanyall=True False True\nfacts=0\nprepended={\"a\": [0, 1]}\n"
+         tern=unset n\nanyall=True False True\nfacts=0\ninv=inventory.ini True\nprepended={\"a\": [0, 1]}\n"
     );
     assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
 }
