@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Playbook, PlaybookSource};
-use crate::template::{HostVarLookup, Templates, host_context};
+use crate::template::{HostVarLookup, Templates};
 use crate::vars::secret::{Redactor, SecretNames};
 use crate::vars::{EnvFile, Layers, parse_extra_vars_vaulted};
 use crate::vault::Vault;
@@ -205,6 +205,18 @@ impl Site {
         self.context_with(pb, host, &registered, all)
     }
 
+    /// `context` with the play's magic variables (the plan's checks).
+    pub fn context_magic(
+        &self,
+        pb: &Playbook,
+        host: &str,
+        registered: Arc<IndexMap<String, Value>>,
+        magic: &crate::template::Magic,
+    ) -> minijinja::Value {
+        let all = Registered::Same(registered.clone());
+        self.context_with_magic(pb, host, &registered, all, Some(magic))
+    }
+
     /// The context of `host` during a run: `own` are its task-level variables (play and step
     /// vars, registered results, facts, the loop item), `all` every host's registered results
     /// for `hostvars[...]`.
@@ -214,6 +226,18 @@ impl Site {
         host: &str,
         own: &IndexMap<String, Value>,
         all: Registered,
+    ) -> minijinja::Value {
+        self.context_with_magic(pb, host, own, all, None)
+    }
+
+    /// `context_with` and the play's magic variables (`run::play_magic`).
+    pub fn context_with_magic(
+        &self,
+        pb: &Playbook,
+        host: &str,
+        own: &IndexMap<String, Value>,
+        all: Registered,
+        magic: Option<&crate::template::Magic>,
     ) -> minijinja::Value {
         let layers = {
             let mut cache = self.layers_cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -235,7 +259,7 @@ impl Site {
             let mut cache = self.group_names_cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.group_names(host))).clone()
         };
-        host_context(&self.templates, host, vars, groups, &group_names, lookup)
+        crate::template::host_context_with(&self.templates, host, vars, groups, &group_names, lookup, magic)
     }
 
     /// Renders a host-independent string (a play's `hosts:`), with playbook, env and extra vars

@@ -223,13 +223,11 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         // What the engine sets for each task (run/task.rs).
-        for (k, v) in crate::run::play_magic(plan, t, &Default::default()) {
-            reg.entry(k.into()).or_insert(v);
-        }
+        let magic = crate::run::play_magic(plan, t, &Default::default());
         reg.entry("ansible_check_mode".into()).or_insert(json!(false));
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
         let Some(l) = &step.def.loop_over else {
-            let ctx = site.context(pb, host, Arc::new(reg));
+            let ctx = site.context_magic(pb, host, Arc::new(reg), &magic);
             // A step its `when` rules out with what is known before the run (`x is defined` of a
             // variable nothing defines) is not checked: it will be skipped, as in Ansible.
             let known_when = known_conditions(step.def.when.as_ref(), &regs[t.playbook]);
@@ -244,7 +242,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         // results of the run gets one text placeholder.
         let known = match l {
             Value::String(s) => {
-                let ctx = site.context(pb, host, Arc::new(reg.clone()));
+                let ctx = site.context_magic(pb, host, Arc::new(reg.clone()), &magic);
                 site.templates
                     .eval(s, &ctx)
                     .ok()
@@ -278,7 +276,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if lc.is_some_and(|l| l.extended) {
                 reg.insert("ansible_loop".into(), crate::playbook::step::extended_loop(&all, i));
             }
-            let ctx = site.context(pb, host, Arc::new(reg));
+            let ctx = site.context_magic(pb, host, Arc::new(reg), &magic);
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
                 continue;
             }

@@ -64,6 +64,9 @@ pub struct Plan {
     /// Edges that only order two tasks (a read through `hostvars` of what another host set
     /// earlier in the same play): the later one runs after, whatever became of the earlier.
     pub order_only: HashSet<(NodeIndex, NodeIndex)>,
+    /// Each play batch's magic variables (`run::play_magic`), made once: they name every host
+    /// of the play, and building them for each task made a run O(hosts²).
+    pub magic: std::sync::Mutex<HashMap<(usize, usize, usize), crate::template::Magic>>,
 }
 
 impl Plan {
@@ -309,6 +312,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         batches: all_batches,
         warnings,
         order_only: b.order_only,
+        magic: Default::default(),
     };
     check::check_load_time(site, &plan)?;
     check::check_templates(site, &plan)?;

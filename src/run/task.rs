@@ -44,20 +44,29 @@ pub struct Job {
 
 /// Ansible's play magic variables for a task of `t`'s play: its hosts after the limit
 /// (`ansible_play_hosts_all`), those not out of the run (`ansible_play_hosts`), the same of the
-/// task's batch (`ansible_play_batch`, and its old name `play_hosts`), the play's name.
-pub fn play_magic(plan: &Plan, t: &crate::plan::Task, gone: &BTreeSet<String>) -> [(&'static str, Value); 5] {
-    let batches = &plan.batches[t.playbook][t.play];
-    let all: Vec<&String> = batches.iter().flatten().collect();
-    let batch: Vec<&String> =
-        batches.get(t.batch.saturating_sub(1)).into_iter().flatten().filter(|h| !gone.contains(*h)).collect();
-    let active: Vec<&&String> = all.iter().filter(|h| !gone.contains(**h)).collect();
-    [
-        ("ansible_play_hosts", json!(active)),
-        ("ansible_play_batch", json!(batch)),
-        ("play_hosts", json!(batch)),
-        ("ansible_play_hosts_all", json!(all)),
-        ("ansible_play_name", json!(plan.play(t).name)),
-    ]
+/// task's batch (`ansible_play_batch`, and its old name `play_hosts`), the play's name. Made once
+/// per batch while no host is out of the run (the plan keeps them), else for the task.
+pub fn play_magic(plan: &Plan, t: &crate::plan::Task, gone: &BTreeSet<String>) -> crate::template::Magic {
+    let make = || {
+        let batches = &plan.batches[t.playbook][t.play];
+        let all: Vec<&String> = batches.iter().flatten().collect();
+        let batch: Vec<&String> =
+            batches.get(t.batch.saturating_sub(1)).into_iter().flatten().filter(|h| !gone.contains(*h)).collect();
+        let active: Vec<&String> = all.iter().copied().filter(|h| !gone.contains(*h)).collect();
+        let v = |x: &Vec<&String>| crate::template::to_value(x);
+        Arc::new(vec![
+            ("ansible_play_hosts", v(&active)),
+            ("ansible_play_batch", v(&batch)),
+            ("play_hosts", v(&batch)),
+            ("ansible_play_hosts_all", v(&all)),
+            ("ansible_play_name", crate::template::to_value(&plan.play(t).name)),
+        ])
+    };
+    if !gone.is_empty() {
+        return make();
+    }
+    let mut cache = plan.magic.lock().unwrap_or_else(|e| e.into_inner());
+    cache.entry((t.playbook, t.play, t.batch)).or_insert_with(make).clone()
 }
 
 /// Evaluates a condition; all expressions of a list must hold.
@@ -81,7 +90,9 @@ impl Job {
         let t = &self.plan.graph[self.node];
         let pb = &self.plan.playbooks[t.playbook];
         let host = t.host.as_deref().unwrap_or("");
-        let ctx = self.site.context_with(pb, host, own, Registered::PerHost(self.registered.clone()));
+        let magic = play_magic(&self.plan, t, &self.gone);
+        let ctx =
+            self.site.context_with_magic(pb, host, own, Registered::PerHost(self.registered.clone()), Some(&magic));
         crate::template::treat_as_secret(&ctx, self.secret_facts.iter());
         ctx
     }
@@ -118,9 +129,6 @@ impl Job {
         // Ansible's variables of the host a task is delegated to, by its name.
         if let Some(d) = t.runs_on.as_deref() {
             own.insert("ansible_delegated_vars".into(), json!({ d: format!("{{{{ hostvars[{}] }}}}", json!(d)) }));
-        }
-        for (k, v) in play_magic(&plan, &t, &self.gone) {
-            own.entry(k.into()).or_insert(v);
         }
         own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
         own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));

@@ -265,6 +265,10 @@ pub fn describe_error(e: &minijinja::Error) -> String {
 
 /// The context a template sees for one host: its variables (rendered lazily when they hold
 /// templates) and the names `inventory_hostname`, `groups`, `group_names`, `hostvars`.
+/// Names a context holds beside the host's variables (the play's magic variables), as values
+/// shared by every task that uses them.
+pub type Magic = Arc<Vec<(&'static str, Value)>>;
+
 pub fn host_context(
     templates: &Templates,
     host: &str,
@@ -272,6 +276,19 @@ pub fn host_context(
     groups: Value,
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
+) -> Value {
+    host_context_with(templates, host, vars, groups, group_names, hostvars, None)
+}
+
+/// `host_context` with the play's magic variables.
+pub fn host_context_with(
+    templates: &Templates,
+    host: &str,
+    vars: crate::inventory::Vars,
+    groups: Value,
+    group_names: &[String],
+    hostvars: Arc<dyn HostVarLookup>,
+    magic: Option<&Magic>,
 ) -> Value {
     let reads = Arc::new(SecretReads::new(templates.secret_names.clone()));
     let mut ctx = LazyVars::new(templates.env.clone(), vars, None, reads.clone());
@@ -282,6 +299,9 @@ pub fn host_context(
     ctx.ready.insert("group_names".into(), crate::template::to_value(group_names));
     ctx.ready.insert("hostvars".into(), Value::from_object(hostvars));
     ctx.ready.insert("omit".into(), Value::from(OMIT));
+    for (k, v) in magic.map(|m| m.iter()).into_iter().flatten() {
+        ctx.ready.insert((*k).into(), v.clone());
+    }
     // The ansible-core release whose behaviour copctl follows (its differential tests' oracle).
     ctx.ready.insert(
         "ansible_version".into(),
