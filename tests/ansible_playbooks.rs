@@ -768,3 +768,23 @@ fn everyday_idioms_end_as_ansible_leaves_them() {
     );
     assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
 }
+
+/// Second round of idioms: `default` and `is defined` over attributes of what is not defined
+/// (Ansible's undefined chains), seeded `random`/`shuffle` (Python's draws), regex_replace's
+/// keywords, `int` with a base, `dict()` over `zip`, `now()` a datetime, version's kinds, lookup
+/// `errors`, a null printed as nothing, `to_nice_yaml(width=)`, `'%02d' % n`, `include_vars: dir`.
+#[test]
+fn filter_arguments_and_chained_defaults_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "idioms-args.yml");
+    let file = |i| std::fs::read_to_string(ours.lab().path(i, "/opt/app/idioms-args")).unwrap();
+    assert_eq!(
+        file(0),
+        "port=8080 deep=0644 item=z\ndefined=False True True\nminute=55 pick=a\norder=3,5,1,4,2\n\
+         regex=bar bar FOO dollar=$HOME named=v=k\nhex=255 31\nzipped={\"http\": 80, \"https\": 443}\nnow=True True\n\
+         versions=True True\nmissing=[] 0 xy\nlong=k: a very long value that goes on and on and\n  on for many words until it is past forty\n\
+         layered={\"layer_a\": 1, \"layer_b\": \"over\", \"layer_c\": [3]}\npercent=07 lab-1:443 12.3%\n"
+    );
+    // Seeded by the host's name: another host, another minute.
+    assert!(file(1).contains("minute=33 pick=c\norder=3,2,1,4,5\n"), "{}", file(1));
+}

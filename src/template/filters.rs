@@ -44,6 +44,54 @@ fn regex(pattern: &str, kw: &Kwargs) -> Result<regex::Regex, Error> {
         .map_err(|e| bad(format!("bad regular expression {pattern:?}: {e}")))
 }
 
+/// A replacement in Python's `re.sub` syntax as the regex crate's: `\1` and `\g<name>` are
+/// groups, `\n`/`\t` and `\\` their characters, `$` itself (a group in the regex crate's).
+fn python_replacement(rep: &str) -> String {
+    let mut out = String::with_capacity(rep.len() + 8);
+    let mut chars = rep.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut n = String::new();
+                    while n.len() < 2 && chars.peek().is_some_and(char::is_ascii_digit) {
+                        n.push(chars.next().unwrap_or('0'));
+                    }
+                    out.push_str(&format!("${{{n}}}"));
+                }
+                Some('g') => {
+                    let rest: String = chars.clone().collect();
+                    match rest.strip_prefix("g<").and_then(|r| r.split_once('>')) {
+                        Some((name, _)) => {
+                            out.push_str(&format!("${{{name}}}"));
+                            for _ in 0..name.chars().count() + 3 {
+                                chars.next();
+                            }
+                        }
+                        None => out.push('\\'),
+                    }
+                }
+                Some(e @ ('n' | 't' | 'r' | '\\' | 'a' | 'f' | 'v')) => {
+                    chars.next();
+                    out.push(match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        'a' => '\x07',
+                        'f' => '\x0c',
+                        'v' => '\x0b',
+                        _ => '\\',
+                    });
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `combine`: later mappings win; `recursive=true` merges nested mappings too.
 /// How `combine` merges two lists under one key (Ansible's `list_merge`).
 #[derive(Clone, Copy, PartialEq)]
@@ -194,9 +242,9 @@ pub fn python_json(v: &serde_json::Value, indent: Option<usize>, sort: bool) -> 
 pub fn add(env: &mut Environment<'static>) {
     // Jinja2's `int`, as Ansible has it: what does not read as a number is `default` (0), not
     // an error (`'' | int` is 0); a float text is truncated; `base` for text.
-    env.add_filter("int", |v: Value, default: Option<Value>, kw: Kwargs| -> Result<Value, Error> {
+    env.add_filter("int", |v: Value, default: Option<Value>, base: Option<u32>, kw: Kwargs| -> Result<Value, Error> {
         let default = default.or(kw.get::<Option<Value>>("default")?).unwrap_or(Value::from(0));
-        let base: u32 = kw.get::<Option<u32>>("base")?.unwrap_or(10);
+        let base: u32 = base.or(kw.get::<Option<u32>>("base")?).unwrap_or(10);
         kw.assert_all_used()?;
         let parsed = match v.kind() {
             ValueKind::Bool => Some(i64::from(v.is_true())),
@@ -243,8 +291,9 @@ pub fn add(env: &mut Environment<'static>) {
     for (name, default_indent, flow) in [("to_yaml", 2, None), ("to_nice_yaml", 4, Some(false))] {
         env.add_filter(name, move |v: Value, kw: Kwargs| -> Result<String, Error> {
             let indent: Option<usize> = kw.get("indent")?;
+            let width: Option<usize> = kw.get("width")?;
             kw.assert_all_used()?;
-            Ok(super::yaml_dump::dump(&json_of(&v)?, indent.unwrap_or(default_indent), flow))
+            Ok(super::yaml_dump::dump_width(&json_of(&v)?, indent.unwrap_or(default_indent), flow, width))
         });
     }
     env.add_filter("from_yaml", |s: String| -> Result<Value, Error> {
@@ -379,6 +428,27 @@ pub fn add(env: &mut Environment<'static>) {
             Ok(Value::from(out))
         },
     );
+    // Python's re.subn as Ansible's `regex_replace` calls it: `count` (0: all),
+    // `mandatory_count` (an error unless that many were replaced), the replacement in Python's
+    // syntax.
+    env.add_filter(
+        "regex_replace",
+        |s: String, pattern: String, rep: Option<String>, kw: Kwargs| -> Result<String, Error> {
+            let re = regex(&pattern, &kw)?;
+            let count: usize = kw.get::<Option<usize>>("count")?.unwrap_or(0);
+            let mandatory: usize = kw.get::<Option<usize>>("mandatory_count")?.unwrap_or(0);
+            kw.assert_all_used()?;
+            let rep = python_replacement(rep.as_deref().unwrap_or(""));
+            let found = re.find_iter(&s).count();
+            let made = if count == 0 { found } else { found.min(count) };
+            if mandatory != 0 && made != mandatory {
+                return Err(bad(format!(
+                    "regex_replace: {made} replacements made, mandatory_count is {mandatory} (pattern {pattern:?})"
+                )));
+            }
+            Ok(re.replacen(&s, count, rep.as_str()).into_owned())
+        },
+    );
     env.add_filter("regex_findall", |s: String, pattern: String, kw: Kwargs| -> Result<Value, Error> {
         let re = regex(&pattern, &kw)?;
         kw.assert_all_used()?;
@@ -430,6 +500,36 @@ pub fn add(env: &mut Environment<'static>) {
         Ok(Value::from(
             (0..n).map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
         ))
+    });
+    // Python's `dict()` as Jinja2 has it: a mapping, or a list of key-value pairs
+    // (`dict(keys | zip(values))`), updated by the keyword arguments.
+    env.add_function("dict", |value: Option<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let mut out = indexmap::IndexMap::<Value, Value>::new();
+        match value {
+            None => {}
+            Some(v) if v.is_undefined() => {
+                return Err(Error::new(ErrorKind::UndefinedError, "dict() of an undefined value"));
+            }
+            Some(v) if v.kind() == ValueKind::Map => {
+                for k in v.try_iter()? {
+                    let x = v.get_item(&k)?;
+                    out.insert(k, x);
+                }
+            }
+            Some(v) => {
+                for pair in v.try_iter()? {
+                    let kv: Vec<Value> =
+                        pair.try_iter().map_err(|_| bad(format!("dict(): {pair} is not a key-value pair")))?.collect();
+                    let [k, x] = <[Value; 2]>::try_from(kv)
+                        .map_err(|_| bad(format!("dict(): {pair} is not a key-value pair")))?;
+                    out.insert(k, x);
+                }
+            }
+        }
+        for k in kw.args() {
+            out.insert(Value::from(k), kw.get::<Value>(k)?);
+        }
+        Ok(Value::from_object(out))
     });
     env.add_filter("type_debug", |v: Value| -> &'static str {
         match v.kind() {

@@ -8,9 +8,12 @@
 //! read (`take_secret_reads`), through other variables, `hostvars` and facts alike, so that text
 //! rendered from a secret, in whatever form a filter gave it, is withheld from every output.
 
+mod clock;
 mod filters;
 mod format;
 mod password;
+mod random;
+mod rewrite;
 mod yaml_dump;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -181,11 +184,20 @@ impl Templates {
         // minijinja escapes by file name (`config.yaml.j2` would get JSON quoting); Ansible never
         // escapes, and config files must come out exactly as written.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        // Ansible 2.19 prints a null as nothing (`x{{ none }}y` is `xy`); inside a list it stays
+        // `None`, and a template that is one expression keeps the null itself.
+        env.set_formatter(
+            |out, state, value| {
+                if value.is_none() { Ok(()) } else { minijinja::escape_formatter(out, state, value) }
+            },
+        );
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
         filters::add(&mut env);
         format::add(&mut env);
+        random::add(&mut env);
+        clock::add(&mut env);
         // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
         // `d.items()`), which Ansible's templates call as Jinja2 lets them.
         env.set_unknown_method_callback(filters::python_method);
@@ -243,7 +255,7 @@ impl Templates {
     pub fn eval(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
         let expr = expr.trim();
         let expr = expr.strip_prefix("{{").and_then(|e| e.strip_suffix("}}")).unwrap_or(expr);
-        with_root(ctx, || self.env.compile_expression(&unqualified(expr))?.eval(ctx))
+        with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
     }
 
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
@@ -452,9 +464,7 @@ fn template_lookup(
         let body = source.strip_suffix('\n').unwrap_or(&source);
         let one = body.starts_with("{{") && body.ends_with("}}") && syntax == Syntax::default();
         match single_expression(body).filter(|_| one) {
-            Some(expr) => {
-                out.push(with_root(&vars, || state.env().compile_expression(&unqualified(expr))?.eval(&vars))?)
-            }
+            Some(expr) => out.push(with_root(&vars, || state.env().compile_expression(&prepared(expr))?.eval(&vars))?),
             None => out.push(Value::from(render_text(state.env(), term, &source, &vars, &syntax)?)),
         }
     }
@@ -865,6 +875,17 @@ fn unqualified(text: &str) -> std::borrow::Cow<'_, str> {
     FQCN.replace_all(text, "$1$2")
 }
 
+/// A bare expression as copctl compiles it: FQCN names made short, attribute chains under
+/// `default` and `is defined` made chained lookups, `str % args` the format filter (see `rewrite`).
+fn prepared(expr: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let config = minijinja::syntax::SyntaxConfig::default;
+    match unqualified(expr) {
+        Cow::Borrowed(t) => rewrite::apply(t, config(), true),
+        Cow::Owned(t) => Cow::Owned(rewrite::apply(&t, config(), true).into_owned()),
+    }
+}
+
 /// `lookup(kind, terms..., wantlist=False)` as Ansible gives its result: with `wantlist` the
 /// list; else none for no result, one result as it is, several texts joined with commas.
 fn lookup(
@@ -873,7 +894,7 @@ fn lookup(
 ) -> Result<Value, minijinja::Error> {
     let (kind, terms, kw) = lookup_args(args)?;
     let wantlist: bool = kw.get::<Option<bool>>("wantlist")?.unwrap_or(false);
-    let mut out = run_lookup(state, &kind, &terms, &kw)?;
+    let Some(mut out) = lookup_or_not(state, &kind, &terms, &kw)? else { return Ok(Value::from(())) };
     Ok(match out.len() {
         _ if wantlist => Value::from(out),
         0 => Value::from(()),
@@ -885,6 +906,30 @@ fn lookup(
     })
 }
 
+/// The lookup's results, or none where it failed and its `errors` (`strict`, the default;
+/// `warn`; `ignore`) says to go on, as Ansible's templar does with every lookup.
+fn lookup_or_not(
+    state: &minijinja::State,
+    kind: &str,
+    terms: &[Value],
+    kw: &minijinja::value::Kwargs,
+) -> Result<Option<Vec<Value>>, minijinja::Error> {
+    let errors: Option<String> = kw.get("errors")?;
+    match (run_lookup(state, kind, terms, kw), errors.as_deref()) {
+        (Ok(out), _) => Ok(Some(out)),
+        (Err(e), None | Some("strict")) => Err(e),
+        (Err(e), Some("warn")) => {
+            tracing::warn!("an error occurred while running the lookup plugin '{kind}': {}", describe_error(&e));
+            Ok(None)
+        }
+        (Err(_), Some("ignore")) => Ok(None),
+        (Err(_), Some(other)) => Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("lookup('{kind}', ...): errors is one of strict, warn and ignore, not {other:?}"),
+        )),
+    }
+}
+
 /// `query(kind, terms...)` (and `q`): the lookup's list, always.
 fn query(
     state: &minijinja::State,
@@ -892,7 +937,7 @@ fn query(
 ) -> Result<Value, minijinja::Error> {
     let (kind, terms, kw) = lookup_args(args)?;
     let _: Option<bool> = kw.get("wantlist")?;
-    Ok(Value::from(run_lookup(state, &kind, &terms, &kw)?))
+    Ok(Value::from(lookup_or_not(state, &kind, &terms, &kw)?.unwrap_or_default()))
 }
 
 /// One template's text rendered as Ansible renders it: its `#jinja2:` line applied, Jinja's
@@ -909,7 +954,8 @@ fn render_text(
     let unqualified_source = unqualified(source);
     let (body, o) = header_overrides(&unqualified_source, o)?;
     let out = if o == Syntax::default() {
-        with_root(ctx, || env.render_named_str(name, body, ctx))?
+        let body = rewrite::apply(body, minijinja::syntax::SyntaxConfig::default(), false);
+        with_root(ctx, || env.render_named_str(name, &body, ctx))?
     } else {
         let mut b = minijinja::syntax::SyntaxConfig::builder();
         b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
@@ -924,14 +970,16 @@ fn render_text(
         if let Some(p) = &o.line_comment_prefix {
             b.line_comment_prefix(p.clone());
         }
+        let config = b.build()?;
         let mut env = env.clone();
-        env.set_syntax(b.build()?);
+        env.set_syntax(config.clone());
         // Jinja2 turns every newline of the template's text into newline_sequence (values put
         // in by expressions keep theirs).
         let body = match o.newline_sequence.as_deref() {
             None | Some("\n") => body.to_string(),
             Some(seq) => body.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
         };
+        let body = rewrite::apply(&body, config, false);
         with_root(ctx, || env.render_named_str(name, &body, ctx))?
     };
     Ok(pad_trailing_newlines(body, out, &newline))
@@ -1261,7 +1309,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
     Ok(match v {
         serde_json::Value::String(s) if is_template(s) => match single_expression(&escape_backslashes(s)) {
             Some(expr) => {
-                let v = with_root(ctx, || env.compile_expression(&unqualified(expr))?.eval(ctx))?;
+                let v = with_root(ctx, || env.compile_expression(&prepared(expr))?.eval(ctx))?;
                 if v.is_undefined() {
                     return Err(minijinja::Error::new(
                         ErrorKind::UndefinedError,
@@ -1286,6 +1334,21 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
 }
 
 /// Compares dotted versions numerically (`580.95.05` > `565.57.01`, `v1.31.4+rke2r1` < `v1.32.0`).
+/// Python's StrictVersion as an ordered key: `N.N[.N]` and a pre-release `aN`/`bN`, which comes
+/// before the release (none: after every pre-release).
+fn strict_version(s: &str) -> Option<([u64; 3], (u8, char, u64))> {
+    static STRICT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:([ab])(\d+))?$").expect("a valid pattern")
+    });
+    let c = STRICT.captures(s)?;
+    let n = |i: usize| c.get(i).map_or(Some(0), |m| m.as_str().parse().ok());
+    let pre = match c.get(4) {
+        Some(l) => (0, l.as_str().chars().next()?, n(5)?),
+        None => (1, ' ', 0),
+    };
+    Some(([n(1)?, n(2)?, n(3)?], pre))
+}
+
 pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     let parts = |s: &str| -> Vec<u64> {
         s.trim_start_matches('v')
@@ -1450,38 +1513,63 @@ fn add_filters(env: &mut Environment<'static>) {
     // Jinja2's own globals beside range, dict and namespace.
     env.add_function("joiner", minijinja_contrib::globals::joiner);
     env.add_function("cycler", minijinja_contrib::globals::cycler);
+    env.add_function(rewrite::CHAIN, rewrite::walk);
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);
-    // Ansible's `now(utc=False, fmt=None)`: the time as text, `fmt` as Python's strftime
-    // (`%f` its microseconds).
-    env.add_function("now", |kw: minijinja::value::Kwargs| -> Result<Value, minijinja::Error> {
-        let utc: bool = kw.get::<Option<bool>>("utc")?.unwrap_or(false);
-        let fmt: Option<String> = kw.get("fmt")?;
-        kw.assert_all_used()?;
-        let fmt = fmt.unwrap_or_else(|| "%Y-%m-%d %H:%M:%S.%f".into()).replace("%f", "%6f");
-        Ok(Value::from(if utc {
-            chrono::Utc::now().format(&fmt).to_string()
-        } else {
-            chrono::Local::now().format(&fmt).to_string()
-        }))
-    });
     // Ansible's `list is any` / `list is all`.
     env.add_test("any", |v: Value| -> Result<bool, minijinja::Error> { Ok(v.try_iter()?.any(|x| x.is_true())) });
     env.add_test("all", |v: Value| -> Result<bool, minijinja::Error> { Ok(v.try_iter()?.all(|x| x.is_true())) });
     env.add_test("version_compare", version_test);
     env.add_test("version", version_test);
-    // Ansible's `x is version(y, '>=')`.
-    fn version_test(v: String, other: String, op: Option<String>) -> Result<bool, minijinja::Error> {
+    // Ansible's `x is version(y, '>=', strict=False, version_type=None)`: LooseVersion's
+    // comparison unless `strict` (StrictVersion's: `1.0a1` before `1.0`, anything else that
+    // is not `N.N[.N][aN|bN]` an error) or `version_type` (`loose`, `strict`, `semver`/`semantic`).
+    fn version_test(
+        v: String,
+        other: String,
+        op: Option<String>,
+        kw: minijinja::value::Kwargs,
+    ) -> Result<bool, minijinja::Error> {
         use std::cmp::Ordering::*;
-        let o = compare_versions(&v, &other);
+        let strict: Option<bool> = kw.get("strict")?;
+        let kind: Option<String> = kw.get("version_type")?;
+        kw.assert_all_used()?;
+        let fail = |m: String| minijinja::Error::new(ErrorKind::InvalidOperation, m);
+        if strict.is_some() && kind.is_some() {
+            return Err(fail("version: give strict or version_type, not both".into()));
+        }
+        let kind = match (strict, kind.as_deref()) {
+            (Some(true), _) => "strict",
+            (_, Some(k)) => k,
+            _ => "loose",
+        };
+        let o = match kind {
+            "loose" => compare_versions(&v, &other),
+            "strict" => strict_version(&v).zip(strict_version(&other)).map(|(a, b)| a.cmp(&b)).ok_or_else(|| {
+                let bad = if strict_version(&v).is_none() { &v } else { &other };
+                fail(format!("Version comparison failed: invalid version number '{bad}'"))
+            })?,
+            "semver" | "semantic" => {
+                let parse = |s: &str| {
+                    semver::Version::parse(s)
+                        .map_err(|_| fail(format!("Version comparison failed: invalid semantic version '{s}'")))
+                };
+                parse(&v)?.cmp_precedence(&parse(&other)?)
+            }
+            k => {
+                return Err(fail(format!(
+                    "version: version_type {k:?} is not one copctl compares (loose, strict, semver, semantic)"
+                )));
+            }
+        };
         Ok(match op.as_deref().unwrap_or("==") {
             ">=" | "ge" => o != Less,
             ">" | "gt" => o == Greater,
             "<=" | "le" => o != Greater,
             "<" | "lt" => o == Less,
             "==" | "eq" | "=" => o == Equal,
-            "!=" | "ne" => o != Equal,
+            "!=" | "ne" | "<>" => o != Equal,
             other => {
                 return Err(minijinja::Error::new(
                     ErrorKind::InvalidOperation,
@@ -1531,13 +1619,6 @@ fn add_filters(env: &mut Environment<'static>) {
             }
         }
         Ok(pairs.join("&"))
-    });
-    env.add_filter("regex_replace", |s: String, pat: String, rep: String| -> Result<String, minijinja::Error> {
-        let re =
-            regex::Regex::new(&pat).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
-        // Ansible (Python) writes groups as \1; the regex crate as ${1}.
-        let rep = regex::Regex::new(r"\\(\d+)").expect("static regex").replace_all(&rep, "$${$1}").into_owned();
-        Ok(re.replace_all(&s, rep.as_str()).into_owned())
     });
     env.add_filter("basename", |s: String| -> String { s.rsplit('/').next().unwrap_or("").to_string() });
     // Python's os.path.expanduser on the bastion, as Ansible's filter runs it: `~` and `~/...`

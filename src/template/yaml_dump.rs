@@ -13,13 +13,22 @@ const WIDTH: usize = 80;
 
 /// `to_yaml` (`flow: None`: collections of scalars in flow style) or `to_nice_yaml` (`flow:
 /// Some(false)`, indent 4).
+#[cfg(test)]
 pub fn dump(v: &Value, indent: usize, flow: Option<bool>) -> String {
+    dump_width(v, indent, flow, None)
+}
+
+/// `dump` with the dumper's `width` (folding column): PyYAML takes it only above twice the
+/// indent, else keeps 80.
+pub fn dump_width(v: &Value, indent: usize, flow: Option<bool>, width: Option<usize>) -> String {
+    let best_indent = indent.clamp(2, 9);
     let mut e = Emitter {
+        width: width.filter(|&w| w > best_indent * 2).unwrap_or(WIDTH),
         out: String::new(),
         column: 0,
         whitespace: true,
         indention: true,
-        best_indent: indent.clamp(2, 9),
+        best_indent,
         flow,
     };
     e.node(v, 0, Context::Root);
@@ -46,6 +55,7 @@ struct Emitter {
     indention: bool,
     best_indent: usize,
     flow: Option<bool>,
+    width: usize,
 }
 
 impl Emitter {
@@ -214,7 +224,7 @@ impl Emitter {
             let ch = chars.get(end).copied();
             if spaces {
                 if ch != Some(' ') {
-                    if start + 1 == end && self.column > WIDTH && split {
+                    if start + 1 == end && self.column > self.width && split {
                         self.write_indent(indent);
                         self.whitespace = false;
                         self.indention = false;
@@ -244,7 +254,7 @@ impl Emitter {
             let ch = chars.get(end).copied();
             if spaces {
                 if ch != Some(' ') {
-                    if start + 1 == end && self.column > WIDTH && split && start != 0 && end != chars.len() {
+                    if start + 1 == end && self.column > self.width && split && start != 0 && end != chars.len() {
                         self.write_indent(indent);
                     } else {
                         let data: String = chars[start..end].iter().collect();
@@ -541,6 +551,10 @@ mod tests {
         assert_eq!(dump(&json!("abc"), 2, Some(false)), "abc\n");
         let long = format!("{} {}", "x".repeat(100), "y".repeat(10));
         assert_eq!(dump(&json!({"k": long}), 2, Some(false)), format!("k: {}\n  yyyyyyyyyy\n", "x".repeat(100)));
+        // A width PyYAML takes (above twice the indent) and one it does not.
+        let words = json!({"k": "word ".repeat(20).trim_end()});
+        assert_eq!(dump_width(&words, 2, Some(false), Some(1000)), format!("k: {}\n", "word ".repeat(20).trim_end()));
+        assert_eq!(dump_width(&words, 2, Some(false), Some(4)), dump(&words, 2, Some(false)));
         assert_eq!(
             dump(&json!({"k": "tab\there", "c": "bell\u{7}"}), 2, Some(false)),
             "c: \"bell\\a\"\nk: \"tab\\there\"\n"

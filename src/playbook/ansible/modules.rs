@@ -217,6 +217,23 @@ impl<'p> Args<'p> {
         }
     }
 
+    /// A list of texts, as Ansible's `type='list'` reads one: a YAML list, or one text split at
+    /// commas.
+    fn texts(&mut self, names: &[&str]) -> Option<Vec<String>> {
+        let a = self.take(names)?;
+        match &a.value {
+            Value::String(s) => Some(s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()),
+            Value::Array(l) if l.iter().all(|x| x.is_string()) => {
+                Some(l.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            }
+            other => {
+                let m = format!("{}: {} must be a list of texts, not {}", self.module, a.name, kind_of(other));
+                self.bad(&a, m, None);
+                None
+            }
+        }
+    }
+
     /// A boolean as Ansible reads one (`yes`, `no`, `true`, `1`, ...), or a template left to
     /// render.
     fn flag(&mut self, names: &[&str]) -> Option<Value> {
@@ -1491,84 +1508,118 @@ pub fn translate(
             let mut a = Args::new(p, name, node, extra, None);
             let file = a.take_raw().map(|(r, ..)| r).or_else(|| a.text(&["file", "_raw_params"]));
             let under = a.text(&["name"]);
-            a.finish(&["file", "name"]);
-            let Some(file) = file else {
-                p.add(
-                    node.line,
-                    node.column,
-                    "include_vars: file is required (dir is not supported yet)".into(),
-                    "here",
-                    None,
-                );
-                return None;
-            };
-            if file.contains("{{") || file.contains("{%") {
-                // Decided per host when the step runs, among the files the template can give.
-                let search: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-                let files = templated_candidates(dirs, &file, vaulted);
-                let mut args = json!({"file": file, "search": search, "files": files});
-                if let Some(n) = under {
-                    args["name"] = json!(n);
-                }
-                return Some(Translated { kind: Some("include_vars"), args, fields, fails: None });
-            }
-            let candidates = if Path::new(&file).is_absolute() {
-                vec![std::path::PathBuf::from(&file)]
-            } else {
-                dirs.iter().flat_map(|d| [d.join("vars").join(&file), d.join(&file)]).collect()
-            };
-            let Some(path) = candidates.iter().find(|c| c.is_file()) else {
-                let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-                p.add(
-                    node.line,
-                    node.column,
-                    format!("include_vars: {file} not found"),
-                    "here",
-                    Some(format!("looked in {}", tried.join(", "))),
-                );
-                return None;
-            };
-            let source = match crate::error::read_source(path) {
-                Ok(s) => s,
-                Err(e) => {
-                    p.errors.push(e);
+            let dir = a.text(&["dir"]);
+            let depth = a.number(&["depth"]).and_then(|d| d.as_u64()).unwrap_or(0);
+            let matching = a.text(&["files_matching"]);
+            let ignore = a.texts(&["ignore_files"]).unwrap_or_default();
+            let extensions =
+                a.texts(&["extensions"]).unwrap_or_else(|| ["yaml", "yml", "json"].map(String::from).to_vec());
+            let ignore_unknown = a.bool_literal(&["ignore_unknown_extensions"]).unwrap_or(false);
+            a.finish(&[
+                "file",
+                "name",
+                "dir",
+                "depth",
+                "files_matching",
+                "ignore_files",
+                "extensions",
+                "ignore_unknown_extensions",
+            ]);
+            let paths: Vec<(String, PathBuf)> = match (file, dir) {
+                (Some(_), Some(_)) => {
+                    p.add(node.line, node.column, "include_vars: give file or dir, not both".into(), "here", None);
                     return None;
                 }
-            };
-            let (source, secret) = match super::vars_source(vaulted.vault, path, source) {
-                Ok(s) => s,
-                Err(e) => {
-                    let m = format!("include_vars: {file}: {e}");
-                    p.add(node.line, node.column, m, "here", Some(super::VAULT_HELP.into()));
+                (None, None) => {
+                    p.add(node.line, node.column, "include_vars: file or dir is required".into(), "here", None);
                     return None;
                 }
+                (Some(file), None) if file.contains("{{") || file.contains("{%") => {
+                    // Decided per host when the step runs, among the files the template can give.
+                    let search: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                    let files = templated_candidates(dirs, &file, vaulted);
+                    let mut args = json!({"file": file, "search": search, "files": files});
+                    if let Some(n) = under {
+                        args["name"] = json!(n);
+                    }
+                    return Some(Translated { kind: Some("include_vars"), args, fields, fails: None });
+                }
+                (Some(file), None) => {
+                    let candidates = if Path::new(&file).is_absolute() {
+                        vec![std::path::PathBuf::from(&file)]
+                    } else {
+                        dirs.iter().flat_map(|d| [d.join("vars").join(&file), d.join(&file)]).collect()
+                    };
+                    let Some(path) = candidates.iter().find(|c| c.is_file()) else {
+                        let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+                        p.add(
+                            node.line,
+                            node.column,
+                            format!("include_vars: {file} not found"),
+                            "here",
+                            Some(format!("looked in {}", tried.join(", "))),
+                        );
+                        return None;
+                    };
+                    vec![(file, path.clone())]
+                }
+                (None, Some(d)) => {
+                    let walk = DirWalk { depth, matching, ignore, extensions, ignore_unknown };
+                    match vars_dir_files(dirs, &d, &walk) {
+                        Ok(files) => files,
+                        Err((m, help)) => {
+                            p.add(node.line, node.column, format!("include_vars: {m}"), "here", help);
+                            return None;
+                        }
+                    }
+                }
             };
-            let vars = match crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
-                Ok(m) => m.unwrap_or_default(),
-                // The decrypted text is secret: no snippet of it in the message.
-                Err(_) if secret => {
-                    let m = format!(
-                        "include_vars: {file} decrypts to no mapping of variables (its text is not shown: it is secret)"
-                    );
-                    p.add(node.line, node.column, m, "here", None);
-                    return None;
+            // Each file's variables over the earlier files' (Ansible's update, file by file).
+            let mut read = Map::new();
+            for (file, path) in &paths {
+                let source = match crate::error::read_source(path) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        p.errors.push(e);
+                        return None;
+                    }
+                };
+                let (source, secret) = match super::vars_source(vaulted.vault, path, source) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let m = format!("include_vars: {file}: {e}");
+                        p.add(node.line, node.column, m, "here", Some(super::VAULT_HELP.into()));
+                        return None;
+                    }
+                };
+                let vars = match crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
+                    Ok(m) => m.unwrap_or_default(),
+                    // The decrypted text is secret: no snippet of it in the message.
+                    Err(_) if secret => {
+                        let m = format!(
+                            "include_vars: {file} decrypts to no mapping of variables (its text is not shown: it is secret)"
+                        );
+                        p.add(node.line, node.column, m, "here", None);
+                        return None;
+                    }
+                    Err(e) => {
+                        p.errors.push(e);
+                        return None;
+                    }
+                };
+                if secret {
+                    vaulted.names.extend(vars.keys().cloned());
+                    if let Some(n) = &under {
+                        vaulted.names.push(n.clone());
+                    }
                 }
-                Err(e) => {
-                    p.errors.push(e);
-                    return None;
-                }
-            };
-            if secret {
-                vaulted.names.extend(vars.keys().cloned());
-                if let Some(n) = &under {
-                    vaulted.names.push(n.clone());
-                }
+                read.extend(vars);
             }
             match under {
                 Some(n) => {
-                    out.insert(n, Value::Object(vars));
+                    out.insert(n, Value::Object(read));
                 }
-                None => out.extend(vars),
+                None => out.extend(read),
             }
             if out.is_empty() {
                 return Some(Translated { kind: None, args: Value::Null, fields, fails: None });
@@ -1764,6 +1815,92 @@ fn condition_text(v: Value) -> Value {
 /// A copy or template source as Ansible finds it: under each of `dirs` (a role's, a task
 /// file's, the playbook's), `files/` (`templates/`) first, then the directory itself; an
 /// absolute path as it is.
+/// A message and its help.
+type Refusal = (String, Option<String>);
+
+/// What `include_vars: dir` reads of a directory (its `depth`, `files_matching`,
+/// `ignore_files`, `extensions`, `ignore_unknown_extensions`).
+struct DirWalk {
+    depth: u64,
+    matching: Option<String>,
+    ignore: Vec<String>,
+    extensions: Vec<String>,
+    ignore_unknown: bool,
+}
+
+/// The files `include_vars: dir` reads, in Ansible's order (the walk's directories sorted by
+/// path, each one's files by name): the directory under `vars/` beside the role or playbook,
+/// else beside it.
+fn vars_dir_files(dirs: &[PathBuf], dir: &str, w: &DirWalk) -> Result<Vec<(String, PathBuf)>, Refusal> {
+    let candidates: Vec<PathBuf> = if Path::new(dir).is_absolute() {
+        vec![PathBuf::from(dir)]
+    } else if dir.split('/').next() == Some("vars") {
+        dirs.iter().map(|d| d.join(dir)).collect()
+    } else {
+        dirs.iter().flat_map(|d| [d.join("vars").join(dir), d.join(dir)]).collect()
+    };
+    let Some(root) = candidates.iter().find(|c| c.is_dir()) else {
+        let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+        return Err((format!("{dir} is not a directory"), Some(format!("looked in {}", tried.join(", ")))));
+    };
+    let matching = match &w.matching {
+        Some(m) => Some(regex::Regex::new(m).map_err(|e| (format!("files_matching {m:?}: {e}"), None))?),
+        None => None,
+    };
+    let mut walked: Vec<(PathBuf, u64)> = vec![(root.clone(), 1)];
+    let mut i = 0;
+    while i < walked.len() {
+        let (d, level) = walked[i].clone();
+        i += 1;
+        if w.depth != 0 && level >= w.depth {
+            continue;
+        }
+        let entries = std::fs::read_dir(&d).map_err(|e| (format!("{}: {e}", d.display()), None))?;
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                walked.push((e.path(), level + 1));
+            }
+        }
+    }
+    // Python sorts the walk by the directories' paths as text.
+    let mut dirs_sorted: Vec<PathBuf> = walked.into_iter().map(|(d, _)| d).collect();
+    dirs_sorted.sort_by_key(|d| d.display().to_string());
+    // Each of `ignore_files` is a pattern the name ends with (`re.search(pattern + '$')`).
+    let ignore = w
+        .ignore
+        .iter()
+        .map(|x| regex::Regex::new(&format!("(?:{x})$")).map_err(|e| (format!("ignore_files {x:?}: {e}"), None)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for d in dirs_sorted {
+        let mut names: Vec<String> = std::fs::read_dir(&d)
+            .map_err(|e| (format!("{}: {e}", d.display()), None))?
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            if ignore.iter().any(|r| r.is_match(&name)) || matching.as_ref().is_some_and(|m| !m.is_match(&name)) {
+                continue;
+            }
+            let ext = Path::new(&name).extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+            if !w.extensions.contains(&ext) {
+                if w.ignore_unknown {
+                    continue;
+                }
+                return Err((
+                    format!("{} does not have a valid extension: {}", d.join(&name).display(), w.extensions.join(", ")),
+                    Some("ignore_unknown_extensions: true skips such files".into()),
+                ));
+            }
+            let path = d.join(&name);
+            out.push((path.display().to_string(), path));
+        }
+    }
+    Ok(out)
+}
+
 fn find_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
     if Path::new(src).is_absolute() {
         return Path::new(src).is_file().then(|| src.to_string());

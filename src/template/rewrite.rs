@@ -1,0 +1,320 @@
+//! Template text rewritten where Jinja2 (Python) means something minijinja does not, before
+//! minijinja compiles it. Each rewrite is of the tokens, so strings and `raw` blocks are safe.
+//!
+//! Ansible's chained undefined under `default` and `is defined`: `cfg.port | default(80)` is 80
+//! where `cfg` is not defined at all, and `item.opts.mode is defined` is false where `item` has
+//! no `opts`, because Ansible's undefined gives an undefined for any attribute of it. minijinja's
+//! strict undefined (which copctl keeps everywhere else: a typo must fail) errors on the first
+//! attribute of an undefined. So the attribute chain right before those filters and tests is
+//! rewritten into a call that walks it and stops at the first undefined:
+//! `__copctl_chain(cfg, 'a', 'port')`. Nothing else changes: `{{ cfg.port }}` alone still fails.
+//!
+//! Python's `%` on a string literal (`'%02d' % n`, `'%s:%s' % (host, port)`), which minijinja's
+//! `%` (numbers only) refuses: the `format` filter, which formats as Python's `%` does
+//! (`('%02d' | format(n))`).
+
+use std::borrow::Cow;
+
+use minijinja::machinery::{Token, tokenize};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Rest, Value};
+
+/// The function the rewritten chains call.
+pub const CHAIN: &str = "__copctl_chain";
+
+type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
+
+/// `text` (a template, or a bare expression where `expr`) with both rewrites made. Text it
+/// cannot tokenize is left as it is, for the compiler to report.
+pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    let chained = chains(text, syntax.clone(), expr);
+    // A `%` that is not part of `{%` or `%}`.
+    let b = chained.as_bytes();
+    let modulo = (0..b.len()).any(|i| b[i] == b'%' && (i == 0 || b[i - 1] != b'{') && b.get(i + 1) != Some(&b'}'));
+    if !modulo {
+        return chained;
+    }
+    match chained {
+        Cow::Borrowed(t) => percent(t, syntax, expr),
+        Cow::Owned(t) => Cow::Owned(percent(&t, syntax, expr).into_owned()),
+    }
+}
+
+fn tokens(text: &str, syntax: SyntaxConfig, expr: bool) -> Option<Toks<'_>> {
+    tokenize(text, expr, syntax).collect::<Result<Vec<_>, _>>().ok()
+}
+
+/// `text` with the spans of `edits` (start, end, replacement; not overlapping) replaced.
+fn edited<'a>(text: &'a str, mut edits: Vec<(usize, usize, String)>) -> Cow<'a, str> {
+    if edits.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    edits.sort_by_key(|e| e.0);
+    let mut out = String::with_capacity(text.len() + 32 * edits.len());
+    let mut last = 0;
+    for (start, end, call) in edits {
+        out.push_str(&text[last..start]);
+        out.push_str(&call);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+fn span_text<'a>(text: &'a str, toks: &Toks<'_>, from: usize, to: usize) -> &'a str {
+    &text[toks[from].1.start_offset as usize..toks[to].1.end_offset as usize]
+}
+
+/// Every `'literal' % operand`: the operand ends where Jinja2's unary operand ends (a primary,
+/// its attributes, items and calls, and its filters).
+fn percent(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    let Some(toks) = tokens(text, syntax, expr) else { return Cow::Borrowed(text) };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for i in 1..toks.len() {
+        if !matches!(toks[i].0, Token::Mod) || !matches!(toks[i - 1].0, Token::Str(_) | Token::String(_)) {
+            continue;
+        }
+        let before = i.checked_sub(2).map(|b| &toks[b].0);
+        if matches!(before, Some(Token::Mul | Token::Div | Token::FloorDiv | Token::Mod | Token::Pow | Token::Dot)) {
+            continue;
+        }
+        let Some(last) = operand_end(&toks, i + 1) else { continue };
+        let (start, end) = (toks[i - 1].1.start_offset as usize, toks[last].1.end_offset as usize);
+        if edits.iter().any(|&(s, e, _)| s < end && start < e) {
+            continue;
+        }
+        let literal = span_text(text, &toks, i - 1, i - 1);
+        // `% (a, b)`: the tuple's items are the arguments; anything else is one argument.
+        let tuple = matches!(toks[i + 1].0, Token::ParenOpen)
+            && matching(&toks, i + 1) == Some(last)
+            && (last == i + 2 || top_level_comma(&toks, i + 1, last));
+        let args = if tuple {
+            if last == i + 2 { String::new() } else { span_text(text, &toks, i + 2, last - 1).to_string() }
+        } else {
+            span_text(text, &toks, i + 1, last).to_string()
+        };
+        edits.push((start, end, format!("({literal} | format({args}))")));
+    }
+    edited(text, edits)
+}
+
+/// The closing token of the group opened at `open`.
+fn matching(toks: &Toks<'_>, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, (t, _)) in toks.iter().enumerate().skip(open) {
+        match t {
+            Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => depth += 1,
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            Token::VariableEnd | Token::BlockEnd => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn top_level_comma(toks: &Toks<'_>, open: usize, close: usize) -> bool {
+    let mut depth = 0usize;
+    for (t, _) in &toks[open + 1..close] {
+        match t {
+            Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => depth += 1,
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The last token of the unary operand that starts at `at`.
+fn operand_end(toks: &Toks<'_>, at: usize) -> Option<usize> {
+    let mut k = at;
+    while matches!(toks.get(k)?.0, Token::Minus | Token::Plus) {
+        k += 1;
+    }
+    let mut last = match toks.get(k)?.0 {
+        Token::Ident(_) | Token::Str(_) | Token::String(_) | Token::Int(_) | Token::Int128(_) | Token::Float(_) => k,
+        Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => matching(toks, k)?,
+        _ => return None,
+    };
+    loop {
+        match toks.get(last + 1).map(|t| &t.0) {
+            Some(Token::Dot) if matches!(toks.get(last + 2).map(|t| &t.0), Some(Token::Ident(_) | Token::Int(_))) => {
+                last += 2
+            }
+            Some(Token::BracketOpen | Token::ParenOpen) => last = matching(toks, last + 1)?,
+            Some(Token::Pipe) if matches!(toks.get(last + 2).map(|t| &t.0), Some(Token::Ident(_))) => {
+                last += 2;
+                while matches!(toks.get(last + 1).map(|t| &t.0), Some(Token::Dot))
+                    && matches!(toks.get(last + 2).map(|t| &t.0), Some(Token::Ident(_)))
+                {
+                    last += 2;
+                }
+            }
+            _ => return Some(last),
+        }
+    }
+}
+
+/// `root`'s attributes and items by `path` (pairs of `'a'`/`'i'` and the name or key), an
+/// undefined from the first one missing on.
+pub fn walk(root: Value, path: Rest<Value>) -> Value {
+    let mut v = root;
+    for pair in path.chunks(2) {
+        if v.is_undefined() {
+            return v;
+        }
+        let [kind, key] = pair else { return Value::UNDEFINED };
+        v = match kind.as_str() {
+            Some("a") => key.as_str().and_then(|k| v.get_attr(k).ok()).unwrap_or(Value::UNDEFINED),
+            _ => v.get_item(key).unwrap_or(Value::UNDEFINED),
+        };
+    }
+    v
+}
+
+/// `text` with every attribute chain that a `default`/`d` filter or a `defined`/`undefined` test
+/// is applied to made a chained lookup.
+fn chains(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    if !(text.contains("default") || text.contains("defined") || text.contains("d("))
+        || !(text.contains('.') || text.contains('['))
+    {
+        return Cow::Borrowed(text);
+    }
+    let Some(toks) = tokens(text, syntax, expr) else { return Cow::Borrowed(text) };
+    let ident = |i: usize| match toks.get(i) {
+        Some((Token::Ident(n), _)) => Some(*n),
+        _ => None,
+    };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for i in 1..toks.len() {
+        let applies = match toks[i].0 {
+            Token::Pipe => matches!(ident(i + 1), Some("default" | "d")),
+            Token::Ident("is") => {
+                let t = if ident(i + 1) == Some("not") { i + 2 } else { i + 1 };
+                matches!(ident(t), Some("defined" | "undefined"))
+            }
+            _ => false,
+        };
+        if !applies {
+            continue;
+        }
+        let Some((root, steps)) = chain_before(&toks, i, text) else { continue };
+        let (start, end) = (toks[root].1.start_offset as usize, toks[i - 1].1.end_offset as usize);
+        if edits.iter().any(|&(s, e, _)| s < end && start < e) {
+            continue;
+        }
+        let mut call = format!("{CHAIN}({}", span_text(text, &toks, root, root));
+        for step in steps.iter().rev() {
+            match step {
+                Step::Attr(name) => call.push_str(&format!(", 'a', '{name}'")),
+                Step::Item(key) => call.push_str(&format!(", 'i', ({key})")),
+            }
+        }
+        call.push(')');
+        edits.push((start, end, call));
+    }
+    edited(text, edits)
+}
+
+enum Step<'a> {
+    Attr(&'a str),
+    Item(&'a str),
+}
+
+/// The variable and its attribute steps (last first) that end right before token `at`: `a.b`,
+/// `a['b'].c`, `a.0`. None for a plain variable (strict undefined is already right there), a
+/// slice, or a chain on a call or a literal.
+fn chain_before<'t>(toks: &Toks<'t>, at: usize, text: &'t str) -> Option<(usize, Vec<Step<'t>>)> {
+    let mut steps = Vec::new();
+    let mut j = at;
+    loop {
+        let prev = j.checked_sub(1)?;
+        let dotted = prev >= 1 && matches!(toks[prev - 1].0, Token::Dot);
+        match &toks[prev].0 {
+            Token::Ident(name) if dotted => {
+                steps.push(Step::Attr(name));
+                j = prev - 1;
+            }
+            Token::Int(_) if dotted => {
+                let s = &toks[prev].1;
+                steps.push(Step::Item(&text[s.start_offset as usize..s.end_offset as usize]));
+                j = prev - 1;
+            }
+            Token::Ident(_) => {
+                let before = prev.checked_sub(1).map(|b| &toks[b].0);
+                let filter_or_test = matches!(before, Some(Token::Pipe | Token::Ident("is")));
+                return (!steps.is_empty() && !filter_or_test).then_some((prev, steps));
+            }
+            Token::BracketClose => {
+                let open = matching_open(toks, prev)?;
+                if open + 1 >= prev {
+                    return None;
+                }
+                let (from, to) = (toks[open + 1].1.start_offset as usize, toks[prev - 1].1.end_offset as usize);
+                steps.push(Step::Item(&text[from..to]));
+                j = open;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The `[` that the `]` at `close` closes, None where a slice's `:` is directly inside.
+fn matching_open(toks: &Toks<'_>, close: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for k in (0..close).rev() {
+        match toks[k].0 {
+            Token::BracketClose | Token::ParenClose | Token::BraceClose => depth += 1,
+            Token::Colon if depth == 0 => return None,
+            Token::BracketOpen if depth == 0 => return Some(k),
+            Token::BracketOpen | Token::ParenOpen | Token::BraceOpen => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(t: &str) -> String {
+        apply(t, SyntaxConfig::default(), false).into_owned()
+    }
+
+    #[test]
+    fn chains_before_default_and_defined_become_lookups_that_stop_at_undefined() {
+        assert_eq!(rw("{{ cfg.port | default(80) }}"), "{{ __copctl_chain(cfg, 'a', 'port') | default(80) }}");
+        assert_eq!(
+            rw("{% if item['opts'].mode is not defined %}x{% endif %}"),
+            "{% if __copctl_chain(item, 'i', ('opts'), 'a', 'mode') is not defined %}x{% endif %}"
+        );
+        assert_eq!(rw("{{ a.0.b|d('z') }}"), "{{ __copctl_chain(a, 'i', (0), 'a', 'b')|d('z') }}");
+        // Left alone: a plain variable, a chain that is printed, a slice, a call's result.
+        for same in ["{{ cfg | default(1) }}", "{{ cfg.port }}", "{{ a[1:2].b | default(1) }}", "{{ f().x | d(1) }}"] {
+            assert_eq!(rw(same), same);
+        }
+        assert_eq!(
+            apply("x.y is defined and z", SyntaxConfig::default(), true),
+            "__copctl_chain(x, 'a', 'y') is defined and z"
+        );
+    }
+
+    #[test]
+    fn percent_on_a_literal_becomes_the_format_filter() {
+        assert_eq!(rw("{{ '%02d' % n }}"), "{{ ('%02d' | format(n)) }}");
+        assert_eq!(rw("{{ 'n%s:%d' % (h.name, p | int) ~ x }}"), "{{ ('n%s:%d' | format(h.name, p | int)) ~ x }}");
+        assert_eq!(rw("{{ '%s' % (x) }}"), "{{ ('%s' | format((x))) }}");
+        assert_eq!(rw("{{ '%s' % items[0].name | upper }}"), "{{ ('%s' | format(items[0].name | upper)) }}");
+        assert_eq!(rw("{{ '%s' % -5 }}"), "{{ ('%s' | format(-5)) }}");
+        // Left alone: numbers' modulo, and a literal that is the right operand of a product.
+        for same in ["{{ 7 % 2 }}", "{{ n % 2 }}", "{{ 2 * '%d' % n }}", "{% raw %}{{ '%d' % n }}{% endraw %}"] {
+            assert_eq!(rw(same), same);
+        }
+    }
+}
