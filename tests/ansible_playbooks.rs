@@ -435,12 +435,15 @@ fn passwords_made_by_the_lookup_are_made_once_as_in_ansible() {
 }
 
 /// wait_for's delay: the same files and recap as Ansible's.
+/// And a wait for a line in a file (`search_regex`, Python's `\d`), which comes and which does not.
 #[test]
 fn a_wait_with_a_delay_ends_as_ansible_leaves_it() {
     let (theirs, ours) = (site(2), site(2));
     same_as_ansible_on(&theirs, &ours, "waits.yml");
     let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/waited")).unwrap();
     assert_eq!(file, "after the delay=True\n");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/found")).unwrap();
+    assert_eq!(file, "found=True never=True\n");
 }
 
 /// apt's update_cache and cache_valid_time on nodes whose apt has no sources, by the real

@@ -17,6 +17,10 @@ pub struct WaitForArgs {
     pub port: Option<Number>,
     pub host: Option<String>,
     pub path: Option<String>,
+    /// With `path`: a Python regular expression the file's text must match (Ansible's
+    /// `search_regex`, searched line by line with grep's Perl syntax, else its extended one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_regex: Option<String>,
     pub command: Option<String>,
     /// Seconds before giving up.
     pub timeout: Option<Number>,
@@ -54,10 +58,22 @@ impl Kind for WaitForArgs {
                     format!("port {host}:{port}"),
                 )
             }
-            (None, Some(path), None) => (format!("[ -e {} ]", shell_quote(path)), format!("path {path}")),
+            (None, Some(path), None) => match &a.search_regex {
+                None => (format!("[ -e {} ]", shell_quote(path)), format!("path {path}")),
+                Some(re) => {
+                    let (re, p) = (shell_quote(re), shell_quote(path));
+                    (
+                        format!("grep -qP -- {re} {p} 2>/dev/null || grep -qE -- {re} {p} 2>/dev/null"),
+                        format!("{} in path {path}", a.search_regex.as_deref().unwrap_or_default()),
+                    )
+                }
+            },
             (None, None, Some(cmd)) => (format!("( {cmd} ) >/dev/null 2>&1"), format!("command `{cmd}`")),
             _ => return Outcome::failed("wait_for needs exactly one of port, path or command"),
         };
+        if a.search_regex.is_some() && a.path.is_none() {
+            return Outcome::failed("wait_for: search_regex is supported with path only");
+        }
         if cx.check {
             return Outcome::skipped(format!("check mode: would wait for {what}"));
         }

@@ -879,10 +879,9 @@ fn unqualified(text: &str) -> std::borrow::Cow<'_, str> {
 /// `default` and `is defined` made chained lookups, `str % args` the format filter (see `rewrite`).
 fn prepared(expr: &str) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
-    let config = minijinja::syntax::SyntaxConfig::default;
     match unqualified(expr) {
-        Cow::Borrowed(t) => rewrite::apply(t, config(), true),
-        Cow::Owned(t) => Cow::Owned(rewrite::apply(&t, config(), true).into_owned()),
+        Cow::Borrowed(t) => rewrite::apply_default(t, true),
+        Cow::Owned(t) => Cow::Owned(rewrite::apply_default(&t, true).into_owned()),
     }
 }
 
@@ -954,7 +953,7 @@ fn render_text(
     let unqualified_source = unqualified(source);
     let (body, o) = header_overrides(&unqualified_source, o)?;
     let out = if o == Syntax::default() {
-        let body = rewrite::apply(body, minijinja::syntax::SyntaxConfig::default(), false);
+        let body = rewrite::apply_default(body, false);
         with_root(ctx, || env.render_named_str(name, &body, ctx))?
     } else {
         let mut b = minijinja::syntax::SyntaxConfig::builder();

@@ -24,14 +24,53 @@ pub const CHAIN: &str = "__copctl_chain";
 
 type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
 
+/// `apply` with minijinja's default delimiters, remembered per text: the same few texts (a
+/// step's arguments, its `when`) are rendered for every host, and tokenizing them again for each
+/// would be a cost per host.
+pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    type Seen = HashMap<(bool, Box<str>), Option<Arc<str>>>;
+    static SEEN: LazyLock<Mutex<Seen>> = LazyLock::new(Mutex::default);
+    if !might_rewrite(text) {
+        return Cow::Borrowed(text);
+    }
+    let key = (expr, Box::<str>::from(text));
+    if let Some(done) = SEEN.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return done.as_ref().map_or(Cow::Borrowed(text), |t| Cow::Owned(t.to_string()));
+    }
+    let out = apply(text, SyntaxConfig::default(), expr);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded: a run's texts are few; texts made per host (a rendered variable) are not kept long.
+    if seen.len() >= 4096 {
+        seen.clear();
+    }
+    seen.insert(key, matches!(out, Cow::Owned(_)).then(|| Arc::from(out.as_ref())));
+    out
+}
+
+/// Whether either rewrite can apply: a `default`/`defined`/`d(` after an attribute, or a `%`
+/// outside `{%`/`%}`.
+fn might_rewrite(text: &str) -> bool {
+    chains_possible(text) || modulo(text)
+}
+
+fn chains_possible(text: &str) -> bool {
+    (text.contains("default") || text.contains("defined") || text.contains("d("))
+        && (text.contains('.') || text.contains('['))
+}
+
+/// A `%` that is not part of `{%` or `%}`.
+fn modulo(text: &str) -> bool {
+    let b = text.as_bytes();
+    (0..b.len()).any(|i| b[i] == b'%' && (i == 0 || b[i - 1] != b'{') && b.get(i + 1) != Some(&b'}'))
+}
+
 /// `text` (a template, or a bare expression where `expr`) with both rewrites made. Text it
 /// cannot tokenize is left as it is, for the compiler to report.
 pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
     let chained = chains(text, syntax.clone(), expr);
-    // A `%` that is not part of `{%` or `%}`.
-    let b = chained.as_bytes();
-    let modulo = (0..b.len()).any(|i| b[i] == b'%' && (i == 0 || b[i - 1] != b'{') && b.get(i + 1) != Some(&b'}'));
-    if !modulo {
+    if !modulo(&chained) {
         return chained;
     }
     match chained {
@@ -180,9 +219,7 @@ pub fn walk(root: Value, path: Rest<Value>) -> Value {
 /// `text` with every attribute chain that a `default`/`d` filter or a `defined`/`undefined` test
 /// is applied to made a chained lookup.
 fn chains(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
-    if !(text.contains("default") || text.contains("defined") || text.contains("d("))
-        || !(text.contains('.') || text.contains('['))
-    {
+    if !chains_possible(text) {
         return Cow::Borrowed(text);
     }
     let Some(toks) = tokens(text, syntax, expr) else { return Cow::Borrowed(text) };

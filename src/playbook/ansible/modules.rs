@@ -1029,6 +1029,7 @@ pub fn translate(
             put(&mut out, "port", a.number(&["port"]));
             put(&mut out, "host", a.text(&["host"]));
             put(&mut out, "path", a.text(&["path"]));
+            put(&mut out, "search_regex", a.text(&["search_regex"]));
             put(&mut out, "timeout", a.number(&["timeout"]));
             put(&mut out, "interval", a.number(&["sleep"]));
             a.choice(&["state"], &[("started", ""), ("present", "")], "state: started (a port) or present (a path)");
@@ -1042,7 +1043,16 @@ pub fn translate(
                     None,
                 );
             }
-            a.finish(&["port", "host", "path", "timeout", "sleep", "state", "delay"]);
+            if out.contains_key("search_regex") && !out.contains_key("path") {
+                a.p.add(
+                    a.at.0,
+                    a.at.1,
+                    "wait_for: search_regex with a port is not supported yet (with path it is)".into(),
+                    "here",
+                    None,
+                );
+            }
+            a.finish(&["port", "host", "path", "search_regex", "timeout", "sleep", "state", "delay"]);
             "wait_for"
         }
         "mount" => {

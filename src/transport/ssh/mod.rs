@@ -276,8 +276,8 @@ impl SshConnection {
         }
     }
 
-    /// `put` by SFTP (see `upload::write_sftp`), then one `mv` into place; the temporary file is
-    /// removed when anything fails before the rename.
+    /// `put` by SFTP (see `upload::write_sftp`), then into place by SFTP's rename (a new file) or
+    /// one `mv` (replacing one); the temporary file is removed when anything fails before.
     async fn put_sftp(
         &self,
         sftp: &russh_sftp::client::SftpSession,
@@ -301,6 +301,12 @@ impl SshConnection {
                     });
                 }
             };
+            // A new file goes into place by SFTP's rename, no process on the host (OpenSSH's
+            // server links the name, then unlinks the temporary one: it refuses where `dest`
+            // exists, a file, a link or a directory); anything that exists is replaced by `mv`.
+            if sftp.rename(tmp.as_str(), dest).await.is_ok() {
+                return Ok(digest);
+            }
             let q = crate::template::shell_quote;
             let out = self
                 .in_shell(None, &format!("mv -f {} {}", q(&tmp), q(dest)), timeout)
