@@ -791,3 +791,37 @@ fn filter_arguments_and_chained_defaults_end_as_ansible_leaves_them() {
     // Seeded by the host's name: another host, another minute.
     assert!(file(1).contains("minute=33 pick=c\norder=3,2,1,4,5\n"), "{}", file(1));
 }
+
+/// Six hosts writing their own reports into one bastion directory at once (delegate_to:
+/// localhost; copy, template, copy with validate): every file has its own host's content, as
+/// Ansible leaves them, first run and re-run.
+#[test]
+fn reports_written_on_the_bastion_by_every_host_at_once_keep_each_hosts_content() {
+    let (theirs, ours) = (site(6), site(6));
+    let reports = |s: &Site| -> BTreeMap<String, String> {
+        std::fs::read_dir(s.path("reports"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).unwrap())
+            })
+            .collect()
+    };
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, "delegated-reports.yml"), copctl_run(&ours, "delegated-reports.yml"));
+        assert_eq!(a, b, "{run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+        assert_eq!(diff(&state(&theirs, 6), &state(&ours, 6)), "", "{run}: the hosts' files differ");
+        let (ra, rb) = (reports(&theirs), reports(&ours));
+        assert_eq!(ra, rb, "{run}: the reports differ");
+        assert_eq!(rb.len(), 18, "{rb:?}");
+        for (name, text) in &rb {
+            let (host, kind) = name.rsplit_once('.').unwrap();
+            let want = match kind {
+                "copy" => format!("{host}\n"),
+                "template" => format!("report of {host} (True)\n"),
+                _ => format!("{host} checked\n"),
+            };
+            assert_eq!(text, &want, "{run}: {name}");
+        }
+    }
+}

@@ -34,8 +34,13 @@ impl Kind for FetchArgs {
         {
             return Outcome::failed(format!("{}: {e}", dir.display()));
         }
-        let tmp = dest.with_extension("copctl-tmp");
+        // A name of its own per write: hosts fetch at once, maybe into one directory.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dest.with_file_name(format!(".{name}.copctl-{}-{n}", std::process::id()));
         if let Err(e) = std::fs::write(&tmp, &data).and_then(|_| std::fs::rename(&tmp, &dest)) {
+            let _ = std::fs::remove_file(&tmp);
             return Outcome::failed(format!("{}: {e}", dest.display()));
         }
         Outcome::changed(format!("fetched to {}", dest.display()))

@@ -47,9 +47,8 @@ impl Kind for ScriptArgs {
             Ok(b) => b,
             Err(e) => return Outcome::failed(format!("Could not find or access '{}' on the bastion: {e}", self.src)),
         };
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let name = local.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "script".into());
-        let remote = format!("/tmp/.copctl-script-{}-{nanos}-{name}", std::process::id());
+        let remote = format!("/tmp/.copctl-script-{}-{}-{name}", std::process::id(), crate::transport::random_hex());
         if let Err(e) = cx.conn.put(PutSource::Bytes(bytes), &remote, 0o700).await {
             return super::transport_outcome(e);
         }

@@ -72,9 +72,7 @@ impl Kind for UnarchiveArgs {
                 return Outcome::failed(format!("Source '{}' failed to transfer", a.src));
             }
             let name = local.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let nanos =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-            let tmp = format!("/tmp/.copctl-unarchive-{}-{nanos}-{name}", std::process::id());
+            let tmp = format!("/tmp/.copctl-unarchive-{}-{}-{name}", std::process::id(), crate::transport::random_hex());
             if let Err(e) = cx.conn.put(PutSource::File(local), &tmp, 0o600).await {
                 return super::transport_outcome(e);
             }

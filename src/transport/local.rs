@@ -64,11 +64,24 @@ impl LocalConnection {
         }
         let dest_path = Path::new(dest);
         let dir = dest_path.parent().unwrap_or(Path::new("."));
-        let tmp = dir.join(format!(".copctl-{}", std::process::id()));
-        tokio::fs::write(&tmp, &data).await.map_err(local)?;
-        use std::os::unix::fs::PermissionsExt;
-        tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).await.map_err(local)?;
-        tokio::fs::rename(&tmp, dest_path).await.map_err(local)?;
+        // A name of its own for every write: the hosts of a run that are this machine (a
+        // `delegate_to: localhost`, `ansible_connection=local`) write at once, often into one
+        // directory, and a shared name would give one host's content to another's file.
+        let tmp = dir.join(format!(".copctl-{}-{}", std::process::id(), super::random_hex()));
+        let staged = async {
+            let mut f = tokio::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).await?;
+            f.write_all(&data).await?;
+            f.flush().await?;
+            drop(f);
+            use std::os::unix::fs::PermissionsExt;
+            tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).await?;
+            tokio::fs::rename(&tmp, dest_path).await
+        }
+        .await;
+        if let Err(e) = staged {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            return Err(local(e));
+        }
         Ok(digest)
     }
 

@@ -141,7 +141,7 @@ pub enum Connection {
 }
 
 /// Random hex digits: a tag no script prints by chance (shell output markers, temp file names).
-fn random_hex() -> String {
+pub(crate) fn random_hex() -> String {
     let mut b = [0u8; 12];
     if getrandom::fill(&mut b).is_err() {
         // No entropy source: the time and pid still make a tag no script prints by chance.
