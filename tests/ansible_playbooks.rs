@@ -825,3 +825,19 @@ fn reports_written_on_the_bastion_by_every_host_at_once_keep_each_hosts_content(
         }
     }
 }
+
+/// What a task printed read the ways playbooks read it (split, from_json, float, a registered
+/// loop's results, a list as a debug message): accepted before the run, as Ansible accepts them,
+/// and the same file after it.
+#[test]
+fn reading_what_tasks_printed_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "idioms-results.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/idioms-results")).unwrap();
+    assert_eq!(
+        file,
+        "first=4.2.1 (build 7) major=4\nserver=1.29 load=True\nfloats=0.0 1.5 1000.0 2.5\n\
+         report={\"kernel\": {\"rc\": 0, \"out\": \"6.1\"}, \"broken\": {\"rc\": 3, \"out\": \"\"}}\n\
+         failed=['broken']\nlines=version 4.2.1|build 7)|3 mapped=1.29\n"
+    );
+}

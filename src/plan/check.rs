@@ -205,6 +205,19 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
     let mut typed: std::collections::HashMap<(usize, String), Arc<IndexMap<String, Value>>> = Default::default();
     let registered: Vec<HashSet<String>> =
         plan.playbooks.iter().map(|pb| pb.all_steps().filter_map(|s| s.def.register.clone()).collect()).collect();
+    // Names whose values only the run makes: registered results and set_fact's facts.
+    let made: Vec<HashSet<String>> = plan
+        .playbooks
+        .iter()
+        .zip(&registered)
+        .map(|(pb, r)| {
+            let facts = pb.all_steps().filter_map(|s| match &s.action {
+                Action::SetFact(m) => Some(m.keys().cloned().collect::<Vec<_>>()),
+                _ => None,
+            });
+            r.iter().cloned().chain(facts.flatten()).collect()
+        })
+        .collect();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
@@ -234,13 +247,16 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if ruled_out(&site.templates, known_when.as_ref(), &ctx) {
                 continue;
             }
-            check_step(site, pb, step, host, &ctx, &registered[t.playbook])?;
+            let known = Known { registered: &registered[t.playbook], made: &made[t.playbook] };
+            check_step(site, pb, step, host, &ctx, known)?;
             continue;
         };
         // A list the plan can evaluate is checked item by item (each with its own loop
         // variables, skipping an item its `when` rules out, as the run will); one that needs
         // results of the run gets one text placeholder.
         let known = match l {
+            // A registered result's items are the run's, whatever its stand-in holds.
+            Value::String(s) if super::IDENT.find_iter(s).any(|w| registered[t.playbook].contains(w.as_str())) => None,
             Value::String(s) => {
                 let ctx = site.context_magic(pb, host, Arc::new(reg.clone()), &magic);
                 site.templates
@@ -258,12 +274,14 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         let var = crate::playbook::LoopControl::var(lc);
         // Items only the run knows (a registered result's `results`) are looked into as a
         // registered result is: what they hold is not known yet.
-        let registered_here = if known.is_none() {
+        let (registered_here, made_here) = if known.is_none() {
             let mut r = registered[t.playbook].clone();
             r.insert(var.to_string());
-            std::borrow::Cow::Owned(r)
+            let mut m = made[t.playbook].clone();
+            m.insert(var.to_string());
+            (std::borrow::Cow::Owned(r), std::borrow::Cow::Owned(m))
         } else {
-            std::borrow::Cow::Borrowed(&registered[t.playbook])
+            (std::borrow::Cow::Borrowed(&registered[t.playbook]), std::borrow::Cow::Borrowed(&made[t.playbook]))
         };
         for (i, item) in all.iter().take(count).enumerate() {
             let mut reg = reg.clone();
@@ -280,7 +298,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
                 continue;
             }
-            check_step(site, pb, step, host, &ctx, &registered_here)?;
+            check_step(site, pb, step, host, &ctx, Known { registered: &registered_here, made: &made_here })?;
         }
     }
     Ok(())
@@ -305,22 +323,42 @@ fn inside_registered(e: &minijinja::Error, text: &str, registered: &HashSet<Stri
     root.len() < path.len() && registered.contains(root)
 }
 
-fn check_step(
-    site: &Site,
-    pb: &Playbook,
-    step: &Step,
-    host: &str,
-    ctx: &minijinja::Value,
-    registered: &HashSet<String>,
-) -> Result<()> {
+/// What the plan cannot know of a step's variables.
+#[derive(Clone, Copy)]
+struct Known<'a> {
+    /// Registered results (and a loop variable over the run's items).
+    registered: &'a HashSet<String>,
+    /// Those and every set_fact fact: values only the run makes.
+    made: &'a HashSet<String>,
+}
+
+/// Whether an error of `text` may come of a value only the run makes (`r.stdout.split()[0]`,
+/// `r.stdout | from_json`, a fact accumulated over items), the stand-in being empty: `text`
+/// reads such a value and every variable it reads is defined. Not judged before the run then,
+/// as Ansible does not; a name defined nowhere still is.
+fn from_run_values(t: &Templates, text: &str, expr: bool, ctx: &minijinja::Value, made: &HashSet<String>) -> bool {
+    if !super::IDENT.find_iter(text).any(|w| made.contains(w.as_str())) {
+        return false;
+    }
+    let Some(names) = t.names_read(text, expr) else { return false };
+    names.iter().all(|n| t.eval(&format!("{n} is defined"), ctx).is_ok_and(|v| v.is_true()))
+}
+
+fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijinja::Value, known: Known) -> Result<()> {
     let t = &site.templates;
     let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
-    let judge = |text: &str, r: std::result::Result<(), minijinja::Error>| -> Result<()> {
+    let judged = |text: &str, expr: bool, r: std::result::Result<(), minijinja::Error>| -> Result<()> {
         match r {
-            Err(e) if !inside_registered(&e, text, registered) => Err(fail(text, e)),
+            Err(e)
+                if !inside_registered(&e, text, known.registered)
+                    && !from_run_values(t, text, expr, ctx, known.made) =>
+            {
+                Err(fail(text, e))
+            }
             _ => Ok(()),
         }
     };
+    let judge = |text: &str, r| judged(text, true, r);
     for cond in [&step.def.when, &step.def.changed_when, &step.def.failed_when].into_iter().flatten() {
         let exprs = match cond {
             Condition::Bool(_) => vec![],
@@ -362,7 +400,9 @@ fn check_step(
             if let Some(v) = &d.var {
                 judge(v, t.eval(v, ctx).map(drop))?;
             }
-            strings.extend(d.msg.clone());
+            if let Some(m) = &d.msg {
+                collect_strings(m, &mut strings);
+            }
         }
         // Only the name is rendered before the step runs: the variables of the file it picks are
         // rendered when they are set, and a file no host picks may read what no host has.
@@ -372,7 +412,7 @@ fn check_step(
     for s in &strings {
         match t.render_str(s, ctx) {
             Err(e) if tolerant && Templates::is_undefined_error(&e) => {}
-            r => judge(s, r.map(drop))?,
+            r => judged(s, false, r.map(drop))?,
         }
     }
     if let Action::Template(a) = &step.action {

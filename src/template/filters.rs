@@ -239,6 +239,18 @@ pub fn python_json(v: &serde_json::Value, indent: Option<usize>, sort: bool) -> 
     out
 }
 
+/// Python's float() of a text: blanks around it, `_` between digits, `inf`/`nan` in any case.
+fn python_float(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let digit = |i: Option<&u8>| i.is_some_and(u8::is_ascii_digit);
+    let spaced = (0..b.len()).all(|i| b[i] != b'_' || (i > 0 && digit(b.get(i - 1)) && digit(b.get(i + 1))));
+    if t.is_empty() || !spaced {
+        return None;
+    }
+    t.replace('_', "").parse::<f64>().ok()
+}
+
 pub fn add(env: &mut Environment<'static>) {
     // Jinja2's `int`, as Ansible has it: what does not read as a number is `default` (0), not
     // an error (`'' | int` is 0); a float text is truncated; `base` for text.
@@ -261,6 +273,19 @@ pub fn add(env: &mut Environment<'static>) {
                     .ok()
                     .or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f.trunc() as i64))
             }
+            _ => None,
+        };
+        Ok(parsed.map(Value::from).unwrap_or(default))
+    });
+    // Jinja2's `float`: Python's float() of the value, `default` (0.0) where that raises (an
+    // empty or non-numeric text, a command's output not yet known): never an error.
+    env.add_filter("float", |v: Value, default: Option<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let default = default.or(kw.get::<Option<Value>>("default")?).unwrap_or(Value::from(0.0));
+        kw.assert_all_used()?;
+        let parsed = match v.kind() {
+            ValueKind::Bool => Some(if v.is_true() { 1.0 } else { 0.0 }),
+            ValueKind::Number => f64::try_from(v.clone()).ok(),
+            ValueKind::String => python_float(v.as_str().unwrap_or_default()),
             _ => None,
         };
         Ok(parsed.map(Value::from).unwrap_or(default))
@@ -671,6 +696,27 @@ mod tests {
             ("{{ true | int }}", "1"),
             ("{{ 'ff' | int(base=16) }}", "255"),
             ("{{ '0x1f' | int(base=16) }}", "31"),
+        ] {
+            assert_eq!(render(t), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn float_is_jinja2s() {
+        for (t, want) in [
+            ("{{ '' | float }}", "0.0"),
+            ("{{ 'abc' | float }}", "0.0"),
+            ("{{ 'abc' | float(2.5) }}", "2.5"),
+            ("{{ 'abc' | float(default=1) }}", "1"),
+            ("{{ ' 1.5 ' | float }}", "1.5"),
+            ("{{ '1_000' | float }}", "1000.0"),
+            ("{{ '1__0' | float }}", "0.0"),
+            ("{{ '_1' | float }}", "0.0"),
+            ("{{ '2' | float }}", "2.0"),
+            ("{{ 3 | float }}", "3.0"),
+            ("{{ true | float }}", "1.0"),
+            ("{{ none | float }}", "0.0"),
+            ("{{ ('1.5' | float) > 1.0 }}", "True"),
         ] {
             assert_eq!(render(t), want, "{t}");
         }

@@ -258,6 +258,19 @@ impl Templates {
         with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
     }
 
+    /// The top-level variables `text` (a template, or a bare expression where `expr`) reads
+    /// without setting them itself; `None` where it does not compile.
+    pub fn names_read(&self, text: &str, expr: bool) -> Option<std::collections::HashSet<String>> {
+        if expr {
+            let e = text.trim();
+            let e = e.strip_prefix("{{").and_then(|e| e.strip_suffix("}}")).unwrap_or(e);
+            return self.env.compile_expression(&prepared(e)).ok().map(|c| c.undeclared_variables(false));
+        }
+        let body = escape_backslashes(text);
+        let body = rewrite::apply_default(&body, false);
+        self.env.template_from_str(&body).ok().map(|t| t.undeclared_variables(false))
+    }
+
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
         e.kind() == ErrorKind::UndefinedError
     }
@@ -1293,7 +1306,33 @@ pub fn single_expression(s: &str) -> Option<&str> {
     s.trim()
         .strip_prefix("{{")
         .and_then(|x| x.strip_suffix("}}"))
-        .filter(|x| !x.contains("{{") && !x.contains("}}") && !x.contains("{%"))
+        .filter(|x| !x.contains("{{") && !x.contains("{%") && (!x.contains("}}") || one_expression(x)))
+}
+
+/// Whether `inner` (what is between a text's first `{{` and last `}}`) is one expression: no
+/// bracket closes what it did not open (a `}}` ending the expression early), as Jinja's lexer
+/// reads `{{ {'a': {'b': 1}} }}` as one mapping.
+fn one_expression(inner: &str) -> bool {
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => {}
+        }
+    }
+    depth == 0 && quote.is_none()
 }
 
 /// `single_expression` of a string written in YAML, its backslashes escaped as Ansible's are
@@ -1750,6 +1789,18 @@ mod tests {
             r"{# '\x' #}{% raw %}{{ '\y' }}{% endraw %}{{ '\\z' }}"
         );
         assert_eq!(e(r"no template \here"), r"no template \here");
+    }
+
+    #[test]
+    fn one_expression_holds_nested_mappings_and_no_second_template() {
+        assert_eq!(single_expression("{{ {'a': {'port': 1}} }}"), Some(" {'a': {'port': 1}} "));
+        assert_eq!(
+            single_expression("{{ x | combine({'a': {'b': '}}'}}) }}"),
+            Some(" x | combine({'a': {'b': '}}'}}) ")
+        );
+        assert_eq!(single_expression("{{ a }} and {{ b }}"), None);
+        assert_eq!(single_expression("{{ a }}-{{ {'b': 1} }}"), None);
+        assert_eq!(single_expression("{{ a }}}}"), None);
     }
 
     #[test]

@@ -857,9 +857,9 @@ pub fn translate(
                 Some(Value::String(s)) => {
                     out.insert("msg".into(), json!(s));
                 }
+                // A list or mapping of texts, each rendered (Ansible's multi-line report).
                 Some(other) => {
-                    // A structured message: shown as Ansible shows it, its JSON.
-                    out.insert("msg".into(), json!(format!("{{{{ {} }}}}", other)));
+                    out.insert("msg".into(), other);
                 }
                 None => {}
             }
