@@ -245,7 +245,7 @@ impl Site {
         };
         let inv_vars = {
             let mut cache = self.host_vars_cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.host_vars(host))).clone()
+            cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.template_vars(host))).clone()
         };
         let mut vars = layers.for_host(&inv_vars, Some(own));
         if let Some(f) = &self.inventory_file {
@@ -362,7 +362,7 @@ impl HostVarLookup for SiteLookup {
             Registered::Same(r) => r,
             Registered::PerHost(m) => m.get(host).map(|a| a.as_ref()).unwrap_or(&empty),
         };
-        let vars = self.layers.for_host(&self.inventory.host_vars(host), Some(reg));
+        let vars = self.layers.for_host(&self.inventory.template_vars(host), Some(reg));
         // A play's per-host vars_files are not among another host's variables, as in Ansible.
         let vf = crate::steps::include_vars::VARS_FILES;
         let mut map: serde_json::Map<String, Value> = vars.into_iter().filter(|(k, _)| k != vf).collect();

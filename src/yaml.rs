@@ -39,6 +39,18 @@ pub fn parse_ansible<T: DeserializeOwned>(source: &Source) -> Result<T> {
     serde_saphyr::from_str_with_options::<T>(&source.text, options).map_err(|e| located(source, &e))
 }
 
+/// `parse_ansible` of a variables file: a `!unsafe` value in it is kept as written (read
+/// through the playbook's node tree, which knows the tag; see `template::literal`).
+pub fn parse_ansible_vars<T: DeserializeOwned>(source: &Source) -> Result<T> {
+    if !source.text.contains("!unsafe") {
+        return parse_ansible(source);
+    }
+    let node: Option<crate::playbook::ansible::node::Node> = parse_ansible(source)?;
+    let value = node.map_or(serde_json::Value::Null, |n| n.to_value());
+    // Not the shape asked for: the plain reading says where, as it would have.
+    serde_json::from_value(value).or_else(|_| parse_ansible(source))
+}
+
 pub fn located(source: &Source, e: &serde_saphyr::Error) -> Error {
     let (line, col) = e.location().map(|l| (l.line() as usize, l.column() as usize)).unwrap_or((1, 1));
     let message = e.to_string();

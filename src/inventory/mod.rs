@@ -323,6 +323,11 @@ impl Inventory {
         self.listed_host_vars(host).into_iter().map(|(k, v)| (k, pyliteral::strip_unsafe(&v))).collect()
     }
 
+    /// `host_vars` for templates: unsafe text (`!unsafe`) renders as written, never templated.
+    pub fn template_vars(&self, host: &str) -> Vars {
+        self.listed_host_vars(host).into_iter().map(|(k, v)| (k, pyliteral::literal_unsafe(&v))).collect()
+    }
+
     /// The host's variables as `ansible-inventory --list` and `--host` print them: a bytes
     /// literal stays `{"__ansible_unsafe": "text"}`, Ansible's mark for a value never templated.
     pub fn listed_host_vars(&self, host: &str) -> Vars {

@@ -17,6 +17,20 @@ pub fn strip_unsafe(v: &Value) -> Value {
     }
 }
 
+/// A value with every unsafe marker replaced by its text kept from templating
+/// (`template::literal`); one that cannot be kept so stays its text.
+pub fn literal_unsafe(v: &Value) -> Value {
+    match v {
+        Value::Object(m) if m.len() == 1 && m.get(UNSAFE).is_some_and(Value::is_string) => {
+            let text = m[UNSAFE].as_str().unwrap_or_default();
+            Value::String(crate::template::literal(text).unwrap_or_else(|_| text.to_string()))
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), literal_unsafe(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(literal_unsafe).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Ansible's `_parse_value`: the typed value, or the text itself.
 pub fn parse_value(text: &str) -> Value {
     match literal_eval(text) {

@@ -189,7 +189,7 @@ pub fn read_vars(path: &std::path::Path) -> Result<Map<String, Value>, String> {
             path.display()
         ));
     }
-    crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source)
+    crate::yaml::parse_ansible_vars::<Option<Map<String, Value>>>(&source)
         .map(Option::unwrap_or_default)
         .map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -1300,6 +1300,18 @@ impl Object for LazyVars {
     }
 }
 
+/// A text that renders as itself (Ansible's `!unsafe`): a raw block around it where it holds
+/// template syntax. One holding `endraw` cannot be kept that way and is refused.
+pub fn literal(text: &str) -> Result<String, String> {
+    if !is_template(text) {
+        return Ok(text.to_string());
+    }
+    if text.contains("endraw") {
+        return Err(format!("copctl cannot keep a !unsafe text holding 'endraw' as written: {text:?}"));
+    }
+    Ok(format!("{{% raw %}}{text}{{% endraw %}}"))
+}
+
 /// The expression of a string that is one `{{ expression }}` and nothing else: its value keeps
 /// its type (Ansible's native values), where any other template renders to text.
 pub fn single_expression(s: &str) -> Option<&str> {

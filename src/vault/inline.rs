@@ -52,7 +52,7 @@ impl std::fmt::Debug for InlineSecret {
 /// `!vault` value is met); an undecryptable value is an error at its line. Ansible decrypts lazily (only values a play uses); copctl decrypts when the
 /// file is read, so a wrong password is reported before any host is touched.
 pub fn parse_vars(source: &Source, secrets: &dyn SecretSource) -> Result<VaultedVars> {
-    if !source.text.contains("!vault") {
+    if !source.text.contains("!vault") && !source.text.contains("!unsafe") {
         return Ok(VaultedVars { value: crate::yaml::parse(source)?, secrets: vec![] });
     }
     let root: Node = crate::yaml::parse(source)?;
@@ -212,7 +212,18 @@ fn resolve(
         found.push(InlineSecret { name, path: path.clone(), line, vault_id, plaintext: Zeroizing::new(plain.clone()) });
         return Ok(Value::String(plain));
     }
+    let unsafe_tag = node.tag.as_deref() == Some("!unsafe");
     Ok(match node.kind {
+        Kind::Scalar(Value::String(t)) if unsafe_tag => Value::String(crate::template::literal(&t).map_err(|m| {
+            source.error_at(
+                node.line,
+                node.column,
+                0,
+                m,
+                "here",
+                Some("write it without !unsafe, its template syntax inside {% raw %}".into()),
+            )
+        })?),
         Kind::Scalar(v) => v,
         Kind::Seq(items) => {
             let mut out = Vec::with_capacity(items.len());

@@ -17,7 +17,7 @@ mod include;
 mod known;
 pub use known::LoadTime;
 mod modules;
-mod node;
+pub(crate) mod node;
 mod roles;
 mod split;
 mod task;
@@ -1223,7 +1223,7 @@ fn vars_files(f: &mut Front, v: &Node, vars: &mut crate::inventory::Vars) -> Vec
                 continue;
             }
         };
-        match crate::yaml::parse_ansible::<Option<indexmap::IndexMap<String, Value>>>(&source) {
+        match crate::yaml::parse_ansible_vars::<Option<indexmap::IndexMap<String, Value>>>(&source) {
             Ok(m) => {
                 let m = m.unwrap_or_default();
                 if vaulted {

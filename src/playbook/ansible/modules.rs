@@ -1602,7 +1602,7 @@ pub fn translate(
                         return None;
                     }
                 };
-                let vars = match crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
+                let vars = match crate::yaml::parse_ansible_vars::<Option<Map<String, Value>>>(&source) {
                     Ok(m) => m.unwrap_or_default(),
                     // The decrypted text is secret: no snippet of it in the message.
                     Err(_) if secret => {
@@ -1991,7 +1991,7 @@ pub(super) fn templated_candidates(dirs: &[PathBuf], template: &str, vaulted: Va
             // it runs); one that cannot be read is left to fail if a host picks it.
             let Ok(source) = crate::error::read_source(&path) else { continue };
             let Ok((source, secret)) = super::vars_source(vaulted.vault, &path, source) else { continue };
-            if let Ok(vars) = crate::yaml::parse_ansible::<Option<Map<String, Value>>>(&source) {
+            if let Ok(vars) = crate::yaml::parse_ansible_vars::<Option<Map<String, Value>>>(&source) {
                 let vars = vars.unwrap_or_default();
                 if secret {
                     vaulted.names.extend(vars.keys().cloned());

@@ -112,13 +112,29 @@ impl Node {
     }
 }
 
+/// Ansible's `!unsafe`: every text under the tag is kept as written, never templated (a
+/// Prometheus rule's `{{ $labels.instance }}`).
+fn unsafe_text(kind: &mut Kind) -> Result<(), String> {
+    match kind {
+        Kind::Scalar(Value::String(t)) => *t = crate::template::literal(t)?,
+        Kind::Scalar(_) => {}
+        Kind::Seq(items) => items.iter_mut().try_for_each(|n| unsafe_text(&mut n.kind))?,
+        Kind::Map(m) => m.iter_mut().try_for_each(|(_, n)| unsafe_text(&mut n.kind))?,
+    }
+    Ok(())
+}
+
 /// A node deserialized with its location: `Spanned` around the inner kind.
 struct Inner(Kind);
 
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = Spanned::<Inner>::deserialize(d)?;
-        Ok(Node { line: s.referenced.line() as usize, column: s.referenced.column() as usize, kind: s.value.0 })
+        let s = Spanned::<serde_saphyr::Tagged<Inner>>::deserialize(d)?;
+        let serde_saphyr::Tagged(Inner(mut kind), tag) = s.value;
+        if tag.as_deref() == Some("!unsafe") {
+            unsafe_text(&mut kind).map_err(serde::de::Error::custom)?;
+        }
+        Ok(Node { line: s.referenced.line() as usize, column: s.referenced.column() as usize, kind })
     }
 }
 
