@@ -839,7 +839,7 @@ fn reading_what_tasks_printed_ends_as_ansible_leaves_it() {
         "first=4.2.1 (build 7) major=4\nserver=1.29 load=True\nfloats=0.0 1.5 1000.0 2.5\n\
          report={\"kernel\": {\"rc\": 0, \"out\": \"6.1\"}, \"broken\": {\"rc\": 3, \"out\": \"\"}}\n\
          failed=['broken']\nlines=version 4.2.1|build 7)|3 mapped=1.29\n\
-         rule=Instance {{ $labels.instance }} down said=alert: Instance {{ $labels.instance }} down title={{ .Values.title }}\n"
+         partial=[1] [True, False]\nrule=Instance {{ $labels.instance }} down said=alert: Instance {{ $labels.instance }} down title={{ .Values.title }}\n"
     );
     let arg = std::fs::read_to_string(ours.lab().path(0, "/opt/app/unsafe-arg")).unwrap();
     assert_eq!(arg, "{{ raw }} {% if %}\n");

@@ -3,7 +3,7 @@
 //! plugins/test/core.py), so that a site's templates render the same under copctl. A filter
 //! that is not here is an "unknown filter" error where it is used, never a guess.
 
-use minijinja::value::{Kwargs, Rest, ValueKind};
+use minijinja::value::{Kwargs, Rest, ValueKind, ValueOrKwargs};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -249,6 +249,45 @@ fn python_float(text: &str) -> Option<f64> {
         return None;
     }
     t.replace('_', "").parse::<f64>().ok()
+}
+
+/// Python's name of a value's type (`type_debug`, messages).
+fn python_type(v: &Value) -> &'static str {
+    match v.kind() {
+        ValueKind::Bool => "bool",
+        ValueKind::Number if v.as_i64().is_some() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Seq => "list",
+        ValueKind::Map => "dict",
+        ValueKind::None | ValueKind::Undefined => "NoneType",
+        _ => "object",
+    }
+}
+
+/// An error where an item of `value` lacks the (dotted) attribute `path`, in Python's words
+/// for the first part missing.
+fn attribute_everywhere(value: &Value, path: &str) -> Result<(), Error> {
+    if value.is_undefined() || value.is_none() {
+        return Ok(());
+    }
+    for item in value.try_iter()? {
+        let mut at = item;
+        for part in path.split('.') {
+            let next = match part.parse::<i64>() {
+                Ok(i) if at.kind() == ValueKind::Seq => at.get_item(&Value::from(i)).unwrap_or_default(),
+                _ => at.get_attr(part).unwrap_or_default(),
+            };
+            if next.is_undefined() {
+                return Err(Error::new(
+                    ErrorKind::UndefinedError,
+                    format!("object of type '{}' has no attribute '{part}'", python_type(&at)),
+                ));
+            }
+            at = next;
+        }
+    }
+    Ok(())
 }
 
 pub fn add(env: &mut Environment<'static>) {
@@ -556,18 +595,40 @@ pub fn add(env: &mut Environment<'static>) {
         }
         Ok(Value::from_object(out))
     });
-    env.add_filter("type_debug", |v: Value| -> &'static str {
-        match v.kind() {
-            ValueKind::Bool => "bool",
-            ValueKind::Number if v.as_i64().is_some() => "int",
-            ValueKind::Number => "float",
-            ValueKind::String => "str",
-            ValueKind::Seq => "list",
-            ValueKind::Map => "dict",
-            ValueKind::None | ValueKind::Undefined => "NoneType",
-            _ => "object",
+    env.add_filter("type_debug", |v: Value| -> &'static str { python_type(&v) });
+
+    // Ansible 2.19's undefined is strict: an item without the attribute is an error (Python's
+    // words), where minijinja gives an undefined (the word "undefined" in a file, a falsy test).
+    // map's `default=` and selectattr's defined/undefined tests are what handle a missing one.
+    env.add_filter("map", |state: &mut minijinja::State, value: Value, args: Rest<ValueOrKwargs>| {
+        let vals: Vec<Value> = args.0.iter().map(|a| (**a).clone()).collect();
+        let (_, kw): (&[Value], Kwargs) = minijinja::value::from_args(&vals)?;
+        if !kw.has("default")
+            && let Ok(attr) = kw.peek::<String>("attribute")
+        {
+            attribute_everywhere(&value, &attr)?;
         }
+        minijinja::filters::map(state, value, args)
     });
+    for reject in [false, true] {
+        let f = move |state: &mut minijinja::State,
+                      value: Value,
+                      attr: String,
+                      test: Option<String>,
+                      args: Rest<ValueOrKwargs>|
+              -> Result<Vec<Value>, Error> {
+            if !matches!(test.as_deref(), Some("defined" | "undefined")) {
+                attribute_everywhere(&value, &attr)?;
+            }
+            let (attr, test) = (std::borrow::Cow::Owned(attr), test.map(std::borrow::Cow::Owned));
+            if reject {
+                minijinja::filters::rejectattr(state, value, attr, test, args)
+            } else {
+                minijinja::filters::selectattr(state, value, attr, test, args)
+            }
+        };
+        env.add_filter(if reject { "rejectattr" } else { "selectattr" }, f);
+    }
 
     // Tests on strings: Python's re.match (anchored at the start), re.search.
     env.add_test("match", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
@@ -699,6 +760,39 @@ mod tests {
         ] {
             assert_eq!(render(t), want, "{t}");
         }
+    }
+
+    #[test]
+    fn a_missing_attribute_is_an_error_as_in_ansible_2_19() {
+        let l = "{% set l = [{'a': 1, 'b': true}, {'a': 2}] %}";
+        for t in [
+            "{{ l | map(attribute='b') | list }}",
+            "{{ l | selectattr('b') | list }}",
+            "{{ l | rejectattr('b', 'false') | list }}",
+        ] {
+            assert!(
+                render(&format!("{l}{t}")).contains("object of type 'dict' has no attribute 'b'"),
+                "{t}: {}",
+                render(&format!("{l}{t}"))
+            );
+        }
+        for (t, want) in [
+            ("{{ l | map(attribute='b', default=false) | list }}", "[True, False]"),
+            ("{{ l | selectattr('b', 'defined') | map(attribute='a') | list }}", "[1]"),
+            ("{{ l | rejectattr('b', 'undefined') | map(attribute='a') | list }}", "[1]"),
+            ("{{ l | map(attribute='a') | list }}", "[1, 2]"),
+            ("{{ [{'x': {'y': 3}}] | map(attribute='x.y') | list }}", "[3]"),
+        ] {
+            assert_eq!(render(&format!("{l}{t}")), want, "{t}");
+        }
+        assert!(
+            render("{{ [{'x': {}}] | map(attribute='x.y') | list }}")
+                .contains("object of type 'dict' has no attribute 'y'")
+        );
+        assert!(
+            render("{{ ['s'] | map(attribute='name') | list }}")
+                .contains("object of type 'str' has no attribute 'name'")
+        );
     }
 
     #[test]

@@ -282,7 +282,7 @@ pub fn describe_error(e: &minijinja::Error) -> String {
         Some(d) => d.to_string(),
         None => e.kind().to_string(),
     };
-    if Templates::is_undefined_error(e) && !msg.contains("undefined") {
+    if Templates::is_undefined_error(e) && !msg.contains("undefined") && !msg.contains("has no attribute") {
         msg = format!("undefined variable: {msg}");
     }
     msg
