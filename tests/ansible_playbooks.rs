@@ -366,6 +366,38 @@ fn a_task_tagged_never_that_copctl_cannot_run_fails_only_where_selected() {
     );
 }
 
+/// A fact Ansible gathers and copctl does not: where a playbook guards it, a warning naming the
+/// step (the run would quietly take the other branch); where it does not, an error saying so.
+#[test]
+fn facts_copctl_does_not_gather_are_named_before_the_run() {
+    let site = site(1);
+    std::fs::write(
+        site.path("ungathered.yml"),
+        "- hosts: lab\n  tasks:\n    - name: release\n      debug:\n        msg: \"{{ ansible_lsb.codename | default(ansible_distribution_release) }}\"\n    \
+         - name: vendor\n      copy:\n        content: \"{{ ansible_facts['product_name'] | default('vm') }}\"\n        dest: /opt/app/vendor\n      \
+         when: ansible_lsb is defined\n",
+    )
+    .unwrap();
+    let out = site.command(["validate", "ungathered.yml"]).output().unwrap();
+    let warning = "warning: ungathered.yml:3: step 'release' reads the fact 'ansible_lsb', which Ansible gathers and copctl does not: it is undefined there (`is defined` is false, `default` applies)\n\
+                   warning: ungathered.yml:6: step 'vendor' reads the fact 'ansible_product_name', which Ansible gathers and copctl does not: it is undefined there (`is defined` is false, `default` applies)\n";
+    // One warning per fact and file.
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), warning));
+    std::fs::write(
+        site.path("unguarded.yml"),
+        "- hosts: lab\n  tasks:\n    - debug: msg=\"{{ ansible_mounts[0].mount }}\"\n",
+    )
+    .unwrap();
+    let out = site.command(["validate", "unguarded.yml"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("step 'debug' on lab-1: `ansible_mounts` is undefined"), "{stderr}");
+    assert!(
+        stderr.contains("help: 'ansible_mounts' is a fact Ansible gathers and copctl does not (README: Facts)"),
+        "{stderr}"
+    );
+}
+
 /// module_defaults on a play, a block and a task: the same files, modes and recap as Ansible's.
 #[test]
 fn module_defaults_end_as_ansible_leaves_them() {

@@ -205,7 +205,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
     let mut typed: std::collections::HashMap<(usize, String), Arc<IndexMap<String, Value>>> = Default::default();
     let registered: Vec<HashSet<String>> =
         plan.playbooks.iter().map(|pb| pb.all_steps().filter_map(|s| s.def.register.clone()).collect()).collect();
-    // Names whose values only the run makes: registered results and set_fact's facts.
+    // Names whose values only the run makes: registered results, set_fact's facts, gathered facts.
     let made: Vec<HashSet<String>> = plan
         .playbooks
         .iter()
@@ -215,7 +215,8 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
                 Action::SetFact(m) => Some(m.keys().cloned().collect::<Vec<_>>()),
                 _ => None,
             });
-            r.iter().cloned().chain(facts.flatten()).collect()
+            let gathered = crate::steps::setup::placeholder_vars().into_iter().map(|(k, _)| k);
+            r.iter().cloned().chain(facts.flatten()).chain(gathered).collect()
         })
         .collect();
     for t in plan.graph.node_weights() {
@@ -247,7 +248,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if ruled_out(&site.templates, known_when.as_ref(), &ctx) {
                 continue;
             }
-            let known = Known { registered: &registered[t.playbook], made: &made[t.playbook] };
+            let known = Known { made: &made[t.playbook] };
             check_step(site, pb, step, host, &ctx, known)?;
             continue;
         };
@@ -274,14 +275,12 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         let var = crate::playbook::LoopControl::var(lc);
         // Items only the run knows (a registered result's `results`) are looked into as a
         // registered result is: what they hold is not known yet.
-        let (registered_here, made_here) = if known.is_none() {
-            let mut r = registered[t.playbook].clone();
-            r.insert(var.to_string());
+        let made_here = if known.is_none() {
             let mut m = made[t.playbook].clone();
             m.insert(var.to_string());
-            (std::borrow::Cow::Owned(r), std::borrow::Cow::Owned(m))
+            std::borrow::Cow::Owned(m)
         } else {
-            (std::borrow::Cow::Borrowed(&registered[t.playbook]), std::borrow::Cow::Borrowed(&made[t.playbook]))
+            std::borrow::Cow::Borrowed(&made[t.playbook])
         };
         for (i, item) in all.iter().take(count).enumerate() {
             let mut reg = reg.clone();
@@ -298,14 +297,15 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
                 continue;
             }
-            check_step(site, pb, step, host, &ctx, Known { registered: &registered_here, made: &made_here })?;
+            check_step(site, pb, step, host, &ctx, Known { made: &made_here })?;
         }
     }
     Ok(())
 }
 
-/// Whether an error is an undefined lookup inside a registered result (`r.x[0]` is undefined),
-/// or a test given such a lookup (`r.results.1 is changed`) in `text`.
+/// Whether an error is an undefined lookup inside a value only the run makes (`r.x[0]`,
+/// `ansible_env.HOME` are undefined), or a test given such a lookup (`r.results.1 is changed`)
+/// in `text`.
 fn inside_registered(e: &minijinja::Error, text: &str, registered: &HashSet<String>) -> bool {
     let d = describe_error(e);
     // A method called on such a lookup (`r.stdout_lines[0].split()`) names it at the end.
@@ -326,9 +326,8 @@ fn inside_registered(e: &minijinja::Error, text: &str, registered: &HashSet<Stri
 /// What the plan cannot know of a step's variables.
 #[derive(Clone, Copy)]
 struct Known<'a> {
-    /// Registered results (and a loop variable over the run's items).
-    registered: &'a HashSet<String>,
-    /// Those and every set_fact fact: values only the run makes.
+    /// Registered results (and a loop variable over the run's items), every set_fact fact and
+    /// the gathered facts: values only the run makes.
     made: &'a HashSet<String>,
 }
 
@@ -349,10 +348,7 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
     let judged = |text: &str, expr: bool, r: std::result::Result<(), minijinja::Error>| -> Result<()> {
         match r {
-            Err(e)
-                if !inside_registered(&e, text, known.registered)
-                    && !from_run_values(t, text, expr, ctx, known.made) =>
-            {
+            Err(e) if !inside_registered(&e, text, known.made) && !from_run_values(t, text, expr, ctx, known.made) => {
                 Err(fail(text, e))
             }
             _ => Ok(()),
@@ -428,7 +424,14 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
             ));
         };
         let ctx = crate::steps::template::with_template_vars(ctx, &src, &a.dest);
-        t.render_file(&src, &ctx).map_err(|e| template_file_error(&src, &text, host, &e))?;
+        match t.render_file(&src, &ctx) {
+            Err(e)
+                if !inside_registered(&e, &text, known.made) && !from_run_values(t, &text, false, &ctx, known.made) =>
+            {
+                return Err(template_file_error(&src, &text, host, &e));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -442,7 +445,115 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Facts Ansible's setup gathers on Linux that copctl's (steps/setup.rs) does not; an
+/// interface's own fact (`ansible_eth0`) is not gathered either.
+pub const NOT_GATHERED: &[&str] = &[
+    "all_ipv6_addresses",
+    "apparmor",
+    "bios_date",
+    "bios_vendor",
+    "bios_version",
+    "board_asset_tag",
+    "board_name",
+    "board_serial",
+    "board_vendor",
+    "board_version",
+    "chassis_asset_tag",
+    "chassis_serial",
+    "chassis_vendor",
+    "chassis_version",
+    "cmdline",
+    "default_ipv6",
+    "device_links",
+    "devices",
+    "distribution_file_parsed",
+    "distribution_file_path",
+    "distribution_file_variety",
+    "fibre_channel_wwn",
+    "fips",
+    "flags",
+    "form_factor",
+    "hostnqn",
+    "interfaces",
+    "is_chroot",
+    "iscsi_iqn",
+    "local",
+    "locally_reachable_ips",
+    "lsb",
+    "lvm",
+    "mounts",
+    "proc_cmdline",
+    "product_name",
+    "product_serial",
+    "product_uuid",
+    "product_version",
+    "ssh_host_key_ecdsa_public",
+    "ssh_host_key_ecdsa_public_keytype",
+    "ssh_host_key_ed25519_public",
+    "ssh_host_key_ed25519_public_keytype",
+    "ssh_host_key_rsa_public",
+    "ssh_host_key_rsa_public_keytype",
+    "system_capabilities",
+    "system_capabilities_enforced",
+    "system_vendor",
+    "userspace_architecture",
+    "userspace_bits",
+];
+
+/// The facts of `NOT_GATHERED` that `text` reads (`ansible_X`, `ansible_facts.X`,
+/// `ansible_facts['X']`).
+fn ungathered_in(text: &str) -> Vec<&'static str> {
+    static FACT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"\bansible_facts\s*(?:\.\s*(\w+)|\[\s*['"](\w+)['"]\s*\])|\bansible_(\w+)"#)
+            .expect("a valid pattern")
+    });
+    let mut out = Vec::new();
+    for c in FACT.captures_iter(text) {
+        let name = c.get(1).or(c.get(2)).or(c.get(3)).map_or("", |m| m.as_str());
+        if let Some(f) = NOT_GATHERED.iter().find(|f| **f == name)
+            && !out.contains(f)
+        {
+            out.push(*f);
+        }
+    }
+    out
+}
+
+/// A warning for each fact Ansible gathers and copctl does not that an Ansible playbook's step
+/// reads (in its arguments, conditions or template file): where a playbook guards it (`is
+/// defined`, `default`), the run would quietly take the other branch.
+pub fn ungathered_facts(site: &Site, plan: &Plan) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for pb in &plan.playbooks {
+        for step in pb.all_steps().filter(|s| s.def.ansible) {
+            let mut text = serde_json::to_string(&step.def).unwrap_or_default();
+            text.push_str(&step.action.text());
+            if let Action::Template(a) = &step.action
+                && let Some(src) = site.templates.source(&a.src)
+            {
+                text.push_str(&src);
+            }
+            for fact in ungathered_in(&text) {
+                let file = step.source(&pb.source).name.clone();
+                if seen.insert((file.clone(), fact)) {
+                    out.push(format!(
+                        "{file}:{}: step '{}' reads the fact 'ansible_{fact}', which Ansible gathers and copctl does not: \
+                         it is undefined there (`is defined` is false, `default` applies)",
+                        step.line, step.name
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn help_for(e: &minijinja::Error) -> Option<String> {
+    let text = describe_error(e);
+    if let Some(f) = ungathered_in(&text).first() {
+        return Some(format!("'ansible_{f}' is a fact Ansible gathers and copctl does not (README: Facts)"));
+    }
     Templates::is_undefined_error(e).then(|| {
         "define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value \
          (or guard it with `is defined`)"

@@ -305,7 +305,7 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
     }
     let planned: IndexSet<String> = b.graph.node_weights().filter_map(|t| t.host.clone()).collect();
     warnings.extend(site.inventory.var_conflicts(&planned));
-    let plan = Plan {
+    let mut plan = Plan {
         playbooks,
         graph: b.graph,
         limit: limit.map(str::to_string),
@@ -315,6 +315,8 @@ pub fn plan(site: &Site, mut playbooks: Vec<Playbook>, limit: Option<&str>) -> R
         magic: Default::default(),
     };
     check::check_load_time(site, &plan)?;
+    let ungathered = check::ungathered_facts(site, &plan);
+    plan.warnings.extend(ungathered);
     check::check_templates(site, &plan)?;
     Ok(plan)
 }

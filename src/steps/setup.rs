@@ -30,7 +30,33 @@ ip -4 route get 8.8.8.8 2>/dev/null | head -n 1 | awk '{for(i=1;i<NF;i++){if($i=
 ip -o -4 addr show 2>/dev/null | awk '{split($4,x,"/"); if (x[1] !~ /^127\./) print "ipv4="x[1]}'
 echo "machine=$(uname -m)"; echo "kernel=$(uname -r)"
 awk '/^MemTotal:/{print "memtotal_mb=" int($2/1024)}' /proc/meminfo
-awk -F: '/^processor/{n++} /^physical id/{s[$2]=1} /^siblings/{sib=$2+0} END{c=0; for(k in s)c++; if (c>0 && sib>0) print "vcpus=" c*sib; else print "vcpus=" n}' /proc/cpuinfo
+awk -F: 'function t(s){gsub(/^[ \t]+|[ \t]+$/,"",s); return s}
+{k=t($1); x=index($0,":"); val=x?t(substr($0,x+1)):""}
+k=="model name"||k=="Processor"||k=="vendor_id"||k=="cpu"||k=="Vendor"||k=="processor"{print "cpu_proc=" val; if(k=="vendor_id")vid++; if(k=="model name")mn++; if(k=="processor")po++; i++; next}
+k=="physical id"{phys=val; if(!(val in so)){so[val]=1; if(!ns++)s0=val} next}
+k=="core id"{core=val; if(!(val in so)){if(!(val in co)){if(!nc++)c0=val} co[val]=1} next}
+k=="cpu cores"{if(!(phys in so)){if(!ns++)s0=phys} so[phys]=val+0; next}
+k=="siblings"{if(!(core in co)){if(!nc++)c0=core} co[core]=val+0; next}
+END{print "cpu_i=" i+0; print "cpu_vid=" vid+0; print "cpu_mn=" mn+0; print "cpu_po=" po+0; print "cpu_ns=" ns+0; if(ns)print "cpu_s0=" so[s0]; print "cpu_nc=" nc+0; if(nc)print "cpu_c0=" co[c0]}' /proc/cpuinfo 2>/dev/null
+echo "nproc=$(nproc 2>/dev/null)"
+awk '/^(MemTotal|MemFree|SwapTotal|SwapFree|Buffers|Cached|SwapCached):/{sub(":","",$1); print "mem_" $1 "=" $2}' /proc/meminfo
+for k in VERSION_CODENAME UBUNTU_CODENAME VERSION PRETTY_NAME NAME; do grep -q "^$k=" "$f" 2>/dev/null && echo "os_$k=$(v $k)"; done
+[ -r /etc/redhat-release ] && echo "redhat_release=$(head -n 1 /etc/redhat-release)"
+echo "kernel_version=$(uname -v)"
+dt=$(date +%s.%N 2>/dev/null); y=${dt%%.*}; y=$(date -d "@$y" +%Y 2>/dev/null)
+LC_ALL=C date -d "@$dt" '+dt_year=%Y%ndt_month=%m%ndt_weekday=%A%ndt_weekday_number=%w%ndt_weeknumber=%W%ndt_day=%d%ndt_hour=%H%ndt_minute=%M%ndt_second=%S%ndt_epoch=%s%ndt_date=%Y-%m-%d%ndt_time=%H:%M:%S%ndt_iso8601_basic=%Y%m%dT%H%M%S%N%ndt_iso8601_basic_short=%Y%m%dT%H%M%S%ndt_tz=%Z%ndt_tz_offset=%z' 2>/dev/null
+LC_ALL=C date -u -d "@$dt" '+dt_iso8601_micro=%Y-%m-%dT%H:%M:%S.%NZ%ndt_iso8601=%Y-%m-%dT%H:%M:%SZ' 2>/dev/null
+echo "dt_jan=$(date -d "$y-01-01T12:00" '+%z %Z' 2>/dev/null)"; echo "dt_jul=$(date -d "$y-07-01T12:00" '+%z %Z' 2>/dev/null)"
+env -0 2>/dev/null | tr '\n\000' '\036\n' | sed 's/^/env:/'
+[ -r /etc/resolv.conf ] && sed 's/^/resolv:/' /etc/resolv.conf
+echo "user_pw=$(getent passwd "$(id -un)" 2>/dev/null || getent passwd "$(id -u)" 2>/dev/null)"
+echo "ids=$(id -ru) $(id -u) $(id -rg)"
+for m in /var/lib/dbus/machine-id /etc/machine-id; do if [ -s $m ]; then echo "machine_id=$(head -n 1 $m)"; break; fi; done
+[ -r /proc/uptime ] && read up _ < /proc/uptime && echo "uptime=$up"
+[ -r /proc/loadavg ] && read l1 l5 l15 _ < /proc/loadavg && echo "loadavg=$l1 $l5 $l15"
+sp=0; for d in /lib /lib64 /usr/lib /usr/lib64 /lib/*-linux-gnu /usr/lib/*-linux-gnu; do [ -e "$d/libselinux.so.1" ] && sp=1; done; echo "selinux_py=$sp"
+if [ $sp = 1 ] && [ -r /sys/fs/selinux/enforce ]; then echo "selinux_enforce=$(cat /sys/fs/selinux/enforce)"; echo "selinux_policyvers=$(cat /sys/fs/selinux/policyvers 2>/dev/null)"
+  echo "selinux_config=$(sed -n 's/^SELINUX=//p' /etc/selinux/config 2>/dev/null)"; echo "selinux_type=$(sed -n 's/^SELINUXTYPE=//p' /etc/selinux/config 2>/dev/null)"; fi
 p1=$(cat /proc/1/comm 2>/dev/null); p1=${p1##*/}
 case "$p1" in init|*sh) p1= ;; runit-init) p1=runit ;; esac
 sys=0; if command -v systemctl >/dev/null 2>&1; then for d in /run/systemd/system/ /dev/.run/systemd/ /dev/.systemd/; do [ -e "$d" ] && sys=1; done; fi
@@ -39,7 +65,8 @@ if [ -n "$p1" ]; then m=$p1; elif [ $sys = 1 ]; then m=systemd; elif command -v 
 elif [ -e /sbin/openrc ]; then m=openrc; elif [ $off = 1 ]; then m=systemd; elif [ -e /etc/init.d/ ]; then m=sysvinit; elif [ -e /etc/dinit.d/ ]; then m=dinit; else m=service; fi
 echo "service_mgr=$m"
 echo "user_id=$(id -un)"
-echo "python=$(command -v python3 2>/dev/null || command -v python 2>/dev/null)"
+py=$(command -v python3 2>/dev/null || command -v python 2>/dev/null); echo "python=$py"
+[ -z "$py" ] || echo "python_version=$("$py" --version 2>&1)"
 for b in dnf5 dnf yum apt-get zypper apk pacman; do if command -v $b >/dev/null 2>&1; then echo "pkg_bin=$b"; fi; done
 VIRT"#;
 
@@ -199,6 +226,12 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     };
     let num = |k: &str| get(k).parse::<u64>().map(Value::from).unwrap_or(Value::Null);
     let mut m = Map::new();
+    m.insert("distribution_release".into(), json!(release(get("id"), &kv)));
+    if get("id") == "debian"
+        && let Some(minor) = version.split('.').nth(1)
+    {
+        m.insert("distribution_minor_version".into(), json!(minor));
+    }
     m.insert("distribution".into(), json!(dist));
     m.insert("os_family".into(), json!(family));
     m.insert("distribution_version".into(), json!(version));
@@ -213,7 +246,7 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     m.insert("kernel".into(), json!(get("kernel")));
     m.insert("system".into(), json!("Linux"));
     m.insert("memtotal_mb".into(), num("memtotal_mb"));
-    m.insert("processor_vcpus".into(), num("vcpus"));
+    cpu_facts(&mut m, &kv);
     m.insert("service_mgr".into(), json!(get("service_mgr")));
     m.insert("pkg_mgr".into(), json!(pkg_mgr));
     m.insert("virtualization_type".into(), json!(get("virt_type")));
@@ -225,11 +258,250 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     m.insert("virtualization_tech_host".into(), json!(all("virt_host")));
     // The user the facts were gathered as (Ansible's user_id: the remote user, or the become user).
     m.insert("user_id".into(), json!(get("user_id")));
-    // The interpreter Ansible would discover (its path only: no Python runs to ask its version).
+    // The interpreter Ansible would discover (its path, and the version it prints).
     if !get("python").is_empty() {
         m.insert("python".into(), json!({"executable": get("python"), "type": "CPython"}));
     }
+    more_facts(&mut m, out, &kv);
     m
+}
+
+/// Ansible's distribution_release: os-release's VERSION_CODENAME (even empty), UBUNTU_CODENAME,
+/// the name in VERSION's parentheses, the release file's; Debian's from PRETTY_NAME; `NA`.
+fn release(id: &str, kv: &[(&str, &str)]) -> String {
+    let get = |k: &str| kv.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+    let paren = |t: &str| -> Option<String> {
+        static P: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new(r"\((\D+)\)|,\s*(\D+)").expect("a valid pattern"));
+        P.captures(t).and_then(|c| c.get(1).or(c.get(2))).map(|m| m.as_str().to_string())
+    };
+    if id == "debian"
+        && let Some(p) = get("os_PRETTY_NAME")
+    {
+        static D: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new(r"^[^(]+ \(?([^)]+?)\)").expect("a valid pattern"));
+        if let Some(c) = D.captures(p) {
+            return c[1].to_string();
+        }
+    }
+    let codename = get("os_VERSION_CODENAME")
+        .map(str::to_string)
+        .or_else(|| get("os_UBUNTU_CODENAME").map(str::to_string))
+        .or_else(|| get("os_VERSION").and_then(paren))
+        .or_else(|| get("redhat_release").and_then(paren).filter(|c| !c.is_empty()));
+    match codename {
+        None if id == "centos" && get("os_NAME").is_some_and(|n| n.contains("Stream")) => "Stream".into(),
+        None => "NA".into(),
+        Some(c) => c,
+    }
+}
+
+/// Ansible's CPU facts from /proc/cpuinfo (its LinuxHardware counting, quirks and all: a core
+/// id is looked for among the sockets), and the CPUs this process may run on.
+fn cpu_facts(m: &mut Map<String, Value>, kv: &[(&str, &str)]) {
+    let get = |k: &str| kv.iter().find(|(x, _)| *x == k).map(|(_, v)| *v).unwrap_or("");
+    let n = |k: &str| get(k).parse::<i64>().unwrap_or(0);
+    let arch = get("machine");
+    let mut i = n("cpu_i");
+    if n("cpu_vid") > 0 && n("cpu_vid") == n("cpu_mn") {
+        i = n("cpu_vid");
+    }
+    if arch.starts_with("armv") || arch.starts_with("aarch") || arch.starts_with("ppc") {
+        i = n("cpu_po");
+    }
+    let count = if n("cpu_ns") > 0 { n("cpu_ns") } else { i };
+    let cores = if n("cpu_ns") > 0 && n("cpu_s0") != 0 { n("cpu_s0") } else { 1 };
+    let per = if n("cpu_nc") > 0 { n("cpu_c0") as f64 } else { 1.0 };
+    // Python's round: halves to even.
+    let threads = (per / cores as f64).round_ties_even() as i64;
+    let procs: Vec<&str> = kv.iter().filter(|(k, _)| *k == "cpu_proc").map(|(_, v)| *v).collect();
+    m.insert("processor".into(), json!(procs));
+    m.insert("processor_count".into(), json!(count));
+    m.insert("processor_cores".into(), json!(cores));
+    m.insert("processor_threads_per_core".into(), json!(threads));
+    m.insert("processor_vcpus".into(), json!(threads * count * cores));
+    m.insert("processor_nproc".into(), json!(get("nproc").parse::<i64>().unwrap_or(n("cpu_po"))));
+}
+
+/// The facts beyond the first set: memory, kernel_version, date_time, env, dns, the user's
+/// entry, machine_id, uptime, loadavg, python_version, selinux.
+fn more_facts(m: &mut Map<String, Value>, out: &str, kv: &[(&str, &str)]) {
+    let get = |k: &str| kv.iter().find(|(x, _)| *x == k).map(|(_, v)| *v);
+    let mb = |k: &str| get(&format!("mem_{k}")).and_then(|v| v.parse::<u64>().ok()).map(|kb| kb / 1024);
+    for (k, name) in [("MemFree", "memfree_mb"), ("SwapTotal", "swaptotal_mb"), ("SwapFree", "swapfree_mb")] {
+        if let Some(v) = mb(k) {
+            m.insert(name.into(), json!(v));
+        }
+    }
+    let sub = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a as i64 - b as i64);
+    let nocache_free = mb("Cached").zip(mb("MemFree")).zip(mb("Buffers")).map(|((c, f), b)| c + f + b);
+    m.insert(
+        "memory_mb".into(),
+        json!({
+            "real": {"total": mb("MemTotal"), "used": sub(mb("MemTotal"), mb("MemFree")), "free": mb("MemFree")},
+            "nocache": {"free": nocache_free, "used": sub(mb("MemTotal"), nocache_free)},
+            "swap": {"total": mb("SwapTotal"), "free": mb("SwapFree"), "used": sub(mb("SwapTotal"), mb("SwapFree")), "cached": mb("SwapCached")},
+        }),
+    );
+    m.insert("kernel_version".into(), json!(get("kernel_version").unwrap_or("")));
+    let fqdn = m.get("fqdn").and_then(Value::as_str).unwrap_or("").to_string();
+    m.insert("domain".into(), json!(fqdn.split_once('.').map_or("", |(_, d)| d)));
+    m.insert("date_time".into(), date_time(kv));
+    let env: Map<String, Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("env:"))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), json!(v.replace('\u{1e}', "\n"))))
+        .collect();
+    m.insert("env".into(), Value::Object(env));
+    m.insert("dns".into(), dns(out.lines().filter_map(|l| l.strip_prefix("resolv:"))));
+    // getent's passwd line: name:x:uid:gid:gecos:dir:shell.
+    let pw: Vec<&str> = get("user_pw").unwrap_or("").split(':').collect();
+    if pw.len() >= 7 {
+        let int = |s: &str| s.parse::<u64>().map(Value::from).unwrap_or(Value::Null);
+        m.insert("user_uid".into(), int(pw[2]));
+        m.insert("user_gid".into(), int(pw[3]));
+        m.insert("user_gecos".into(), json!(pw[4]));
+        m.insert("user_dir".into(), json!(pw[5]));
+        m.insert("user_shell".into(), json!(pw[6]));
+    }
+    let ids: Vec<u64> = get("ids").unwrap_or("").split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if let [ruid, euid, rgid] = ids[..] {
+        m.insert("real_user_id".into(), json!(ruid));
+        m.insert("effective_user_id".into(), json!(euid));
+        m.insert("real_group_id".into(), json!(rgid));
+        // Ansible's is the real group too (os.getgid()).
+        m.insert("effective_group_id".into(), json!(rgid));
+    }
+    if let Some(id) = get("machine_id") {
+        m.insert("machine_id".into(), json!(id));
+    }
+    if let Some(up) = get("uptime").and_then(|u| u.parse::<f64>().ok()) {
+        m.insert("uptime_seconds".into(), json!(up as u64));
+    }
+    let load: Vec<f64> = get("loadavg").unwrap_or("").split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if let [a, b, c] = load[..] {
+        m.insert("loadavg".into(), json!({"1m": a, "5m": b, "15m": c}));
+    }
+    if let Some(v) = get("python_version").and_then(|v| v.strip_prefix("Python ")).map(str::trim) {
+        let parts: Vec<&str> = v.splitn(3, '.').collect();
+        let num = |i: usize| parts.get(i).and_then(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>().ok()).unwrap_or(0);
+        let tail = parts.get(2).map_or("", |p| p.trim_start_matches(|c: char| c.is_ascii_digit()));
+        let (level, serial) = match tail.find(|c: char| c.is_ascii_digit()) {
+            Some(i) => (&tail[..i], tail[i..].parse::<u64>().unwrap_or(0)),
+            None => (tail, 0),
+        };
+        let level = match level {
+            "" | "+" => "final",
+            "a" => "alpha",
+            "b" => "beta",
+            _ => "candidate",
+        };
+        m.insert("python_version".into(), json!(format!("{}.{}.{}", num(0), num(1), num(2))));
+        if let Some(Value::Object(py)) = m.get_mut("python") {
+            py.insert("version".into(), json!({"major": num(0), "minor": num(1), "micro": num(2), "releaselevel": level, "serial": serial}));
+            py.insert("version_info".into(), json!([num(0), num(1), num(2), level, serial]));
+        }
+    }
+    // Ansible's selinux facts come from libselinux (its ctypes binding): without it, it says so.
+    let (selinux, present) = match (get("selinux_py"), get("selinux_enforce")) {
+        (Some("1"), None) => (json!({"status": "disabled"}), true),
+        (Some("1"), Some(e)) => {
+            let mode = |m: &str| match m.trim().to_lowercase().as_str() {
+                "1" | "enforcing" => "enforcing",
+                "0" | "permissive" => "permissive",
+                "disabled" => "disabled",
+                _ => "unknown",
+            };
+            (
+                json!({"status": "enabled",
+                       "policyvers": get("selinux_policyvers").and_then(|p| p.parse::<u64>().ok()).map_or(json!("unknown"), Value::from),
+                       "config_mode": mode(get("selinux_config").unwrap_or("")),
+                       "mode": mode(e),
+                       "type": get("selinux_type").filter(|t| !t.is_empty()).unwrap_or("unknown")}),
+                true,
+            )
+        }
+        _ => (json!({"status": "Missing selinux Python library"}), false),
+    };
+    m.insert("selinux".into(), selinux);
+    m.insert("selinux_python_present".into(), json!(present));
+}
+
+/// Ansible's date_time facts, all text, from one instant: local time, UTC for the iso8601
+/// ones, and the zone's DST name as Python's time.tzname gives it (January's and July's names,
+/// the one with the larger offset).
+fn date_time(kv: &[(&str, &str)]) -> Value {
+    let get = |k: &str| kv.iter().find(|(x, _)| *x == format!("dt_{k}")).map(|(_, v)| v.to_string()).unwrap_or_default();
+    let mut d = Map::new();
+    for k in ["year", "month", "weekday", "weekday_number", "weeknumber", "day", "hour", "minute", "second", "epoch"] {
+        d.insert(k.into(), json!(get(k)));
+    }
+    d.insert("epoch_int".into(), json!(get("epoch")));
+    d.insert("date".into(), json!(get("date")));
+    d.insert("time".into(), json!(get("time")));
+    // date's %N has nine digits, Python's %f six.
+    let micro = get("iso8601_micro");
+    let micro = match micro.strip_suffix('Z') {
+        Some(m) if m.len() >= 3 => format!("{}Z", &m[..m.len() - 3]),
+        _ => micro,
+    };
+    d.insert("iso8601_micro".into(), json!(micro));
+    d.insert("iso8601".into(), json!(get("iso8601")));
+    let basic = get("iso8601_basic");
+    let basic = if basic.len() >= 3 { basic[..basic.len() - 3].to_string() } else { basic };
+    d.insert("iso8601_basic".into(), json!(basic));
+    d.insert("iso8601_basic_short".into(), json!(get("iso8601_basic_short")));
+    d.insert("tz".into(), json!(get("tz")));
+    let zone = |k: &str| -> (i64, String) {
+        let v = get(k);
+        let (off, name) = v.split_once(' ').unwrap_or(("", ""));
+        (off.parse().unwrap_or(0), name.to_string())
+    };
+    let ((jan_off, jan), (jul_off, jul)) = (zone("jan"), zone("jul"));
+    d.insert("tz_dst".into(), json!(if jan_off > jul_off { jan } else { jul }));
+    d.insert("tz_offset".into(), json!(get("tz_offset")));
+    Value::Object(d)
+}
+
+/// Ansible's dns facts from resolv.conf's lines.
+fn dns<'a>(lines: impl Iterator<Item = &'a str>) -> Value {
+    let mut d = Map::new();
+    for line in lines {
+        if line.starts_with('#') || line.starts_with(';') || line.trim().is_empty() {
+            continue;
+        }
+        let t: Vec<&str> = line.split_whitespace().collect();
+        match t[0] {
+            "nameserver" => {
+                let ns = d.entry("nameservers").or_insert_with(|| json!([]));
+                if let Value::Array(a) = ns {
+                    a.extend(t[1..].iter().map(|x| json!(x)));
+                }
+            }
+            "domain" if t.len() > 1 => {
+                d.insert("domain".into(), json!(t[1]));
+            }
+            "search" => {
+                d.insert("search".into(), json!(t[1..]));
+            }
+            "sortlist" => {
+                d.insert("sortlist".into(), json!(t[1..]));
+            }
+            "options" => {
+                let o: Map<String, Value> = t[1..]
+                    .iter()
+                    .map(|x| match x.split_once(':') {
+                        Some((k, v)) if !v.is_empty() => (k.to_string(), json!(v)),
+                        _ => (x.split(':').next().unwrap_or(x).to_string(), json!(true)),
+                    })
+                    .collect();
+                d.insert("options".into(), Value::Object(o));
+            }
+            _ => {}
+        }
+    }
+    Value::Object(d)
 }
 
 /// The variables a gathering sets: `ansible_facts` and each fact as `ansible_X`.
@@ -245,9 +517,15 @@ pub fn fact_vars(facts: Map<String, Value>) -> Map<String, Value> {
 /// What the facts look like before they are gathered (plan-time template checks).
 pub fn placeholder_vars() -> Map<String, Value> {
     let mut f = facts_from("");
-    for k in ["memtotal_mb", "processor_vcpus"] {
+    for k in ["memtotal_mb", "memfree_mb", "swaptotal_mb", "swapfree_mb", "processor_vcpus", "processor_count", "processor_cores",
+              "processor_threads_per_core", "processor_nproc", "uptime_seconds", "user_uid", "user_gid", "real_user_id",
+              "effective_user_id", "real_group_id", "effective_group_id"] {
         f.insert(k.into(), json!(0));
     }
+    for k in ["user_gecos", "user_dir", "user_shell", "machine_id", "python_version"] {
+        f.insert(k.into(), json!(""));
+    }
+    f.insert("loadavg".into(), json!({"1m": 0.0, "5m": 0.0, "15m": 0.0}));
     f.insert("default_ipv4".into(), json!({"address": "", "gateway": "", "interface": ""}));
     // One address, so that `| first` (a node's own address) has something to give.
     f.insert("all_ipv4_addresses".into(), json!([""]));
@@ -303,5 +581,36 @@ mod tests {
         let rocky = facts_from("id=rocky\nversion_id=9.3\npkg_bin=dnf\npkg_bin=yum\n");
         assert_eq!((&rocky["distribution"], &rocky["distribution_major_version"]), (&json!("Rocky"), &json!("9")));
         assert_eq!(rocky["pkg_mgr"], "dnf");
+    }
+
+    #[test]
+    fn cpus_dns_python_and_memory_as_ansible_counts_them() {
+        // Two sockets of eight hyper-threaded cores, as /proc/cpuinfo's awk summary says it.
+        let kv = [("machine", "x86_64"), ("cpu_i", "64"), ("cpu_vid", "32"), ("cpu_mn", "32"), ("cpu_po", "32"), ("cpu_ns", "2"),
+            ("cpu_s0", "8"), ("cpu_nc", "8"), ("cpu_c0", "16"), ("nproc", "30")];
+        let mut m = Map::new();
+        cpu_facts(&mut m, &kv);
+        let got: Vec<&Value> = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus", "processor_nproc"]
+            .iter()
+            .map(|k| &m[*k])
+            .collect();
+        assert_eq!(got, [&json!(2), &json!(8), &json!(2), &json!(32), &json!(30)]);
+        let d = dns(["# generated", "nameserver 192.0.2.53", "nameserver 192.0.2.54", "search a.example b.example", "options ndots:2 rotate"].into_iter());
+        assert_eq!(
+            d,
+            json!({"nameservers": ["192.0.2.53", "192.0.2.54"], "search": ["a.example", "b.example"], "options": {"ndots": "2", "rotate": true}})
+        );
+        let out = "python_version=Python 3.13.0rc2\nmem_MemTotal=2048000\nmem_MemFree=1024000\nmem_Buffers=10240\nmem_Cached=102400\n\
+                   mem_SwapTotal=0\nmem_SwapFree=0\nmem_SwapCached=0\nloadavg=0.50 0.25 0.10\n";
+        let kv: Vec<(&str, &str)> = out.lines().filter_map(|l| l.split_once('=')).collect();
+        let mut m = Map::new();
+        m.insert("python".into(), json!({"executable": "/usr/bin/python3"}));
+        more_facts(&mut m, out, &kv);
+        assert_eq!(m["python_version"], "3.13.0");
+        assert_eq!(m["python"]["version_info"], json!([3, 13, 0, "candidate", 2]));
+        assert_eq!(m["memory_mb"]["real"], json!({"total": 2000, "used": 1000, "free": 1000}));
+        assert_eq!(m["memory_mb"]["nocache"], json!({"free": 1110, "used": 890}));
+        assert_eq!(m["loadavg"], json!({"1m": 0.5, "5m": 0.25, "15m": 0.1}));
+        assert_eq!(m["selinux"], json!({"status": "Missing selinux Python library"}));
     }
 }
