@@ -804,6 +804,28 @@ fn everyday_idioms_end_as_ansible_leaves_them() {
     assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
 }
 
+/// Third round of idioms: dates (a datetime minus another as Python's timedelta), strftime,
+/// path_join and realpath, urlsplit, the sequence lookup and a templated with_sequence,
+/// itertools filters, to_nice_yaml(sort_keys=False), regex_escape's kinds, ansible_run_tags,
+/// and a playbook written as JSON.
+#[test]
+fn dates_paths_urls_and_sequences_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "idioms-dates.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/idioms-dates")).unwrap();
+    assert_eq!(
+        file,
+        "nodes=cop-worker-01,cop-worker-02,cop-worker-03\nseq=0,4,8 n1,n2\ndays=2160\ndelta=2160 days, 11:30:00\n\
+         secs=45000.0\nback=-32 days, 11:30:00\nchained=5 4\nparsed=2024-02-01 12:30:00 1 1900-01-01 12:30:00\n\
+         json={\"at\": \"2024-02-01T12:30:00\"}\nfmt=1971-01-02 00 Thursday 032\njoined=/etc/rancher/rke2 /opt/x a/b\n\
+         real=/etc/hostname\nurl=harbor.example 8443 /v2/_catalog n=10 svc\n\
+         parts=fragment,hostname,netloc,password,path,port,query,scheme,username\n\
+         longest=[[1, \"a\"], [2, \"-\"], [3, \"-\"]]\ncombos=[[1, 2], [1, 3], [2, 3]] ab,ac,ba,bc,ca,cb\n\
+         escaped=cop\\-1\\.example\\ com a\\.b\\*c\nyaml=zeta: 1\nalpha:\n- 1\n- 2\ntags=all skip=0\n\
+         regex=True &lt;b&gt;\nfrom-json=lab-1\n"
+    );
+}
+
 /// Second round of idioms: `default` and `is defined` over attributes of what is not defined
 /// (Ansible's undefined chains), seeded `random`/`shuffle` (Python's draws), regex_replace's
 /// keywords, `int` with a base, `dict()` over `zip`, `now()` a datetime, version's kinds, lookup

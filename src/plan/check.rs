@@ -240,6 +240,8 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         let magic = crate::run::play_magic(plan, t, &Default::default());
         reg.entry("ansible_check_mode".into()).or_insert(json!(false));
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
+        reg.entry("ansible_run_tags".into()).or_insert(json!(["all"]));
+        reg.entry("ansible_skip_tags".into()).or_insert(json!([]));
         let Some(l) = &step.def.loop_over else {
             let ctx = site.context_magic(pb, host, Arc::new(reg), &magic);
             // A step its `when` rules out with what is known before the run (`x is defined` of a

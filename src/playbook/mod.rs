@@ -273,8 +273,12 @@ impl PlaybookSource {
     /// Loads `name` (a playbook name, or a path to a YAML file).
     pub fn load(&self, name: &str) -> Result<Playbook> {
         let as_path = Path::new(name);
-        if name.contains('/') || name.ends_with(".yaml") || name.ends_with(".yml") {
-            let stem = yaml_stem(as_path).unwrap_or_else(|| name.to_string());
+        // An Ansible playbook may be written as JSON (a YAML flow list), as Ansible reads it.
+        let json = name.ends_with(".json");
+        if name.contains('/') || name.ends_with(".yaml") || name.ends_with(".yml") || json {
+            let stem = yaml_stem(as_path)
+                .or_else(|| json.then(|| as_path.file_stem().map(|s| s.to_string_lossy().into_owned())).flatten())
+                .unwrap_or_else(|| name.to_string());
             let builtin = self.manual_alias(&stem);
             if as_path.is_file() {
                 let source = crate::error::read_source(as_path)?;

@@ -703,6 +703,8 @@ impl Engine {
                     stop: self.stop.subscribe(),
                     secret_facts: self.secret_facts.clone(),
                     gone: Arc::new(self.failed_hosts.keys().cloned().collect()),
+                    run_tags: self.opts.tags.clone(),
+                    skip_tags: self.opts.skip_tags.clone(),
                 };
                 running.spawn(async move {
                     let t0 = Instant::now();

@@ -40,6 +40,9 @@ pub struct Job {
     /// The hosts out of the run when the task starts (failed or unreachable): not in
     /// `ansible_play_hosts` and `ansible_play_batch`.
     pub gone: Arc<BTreeSet<String>>,
+    /// `--tags` and `--skip-tags` as given (Ansible's `ansible_run_tags`, `ansible_skip_tags`).
+    pub run_tags: Vec<String>,
+    pub skip_tags: Vec<String>,
 }
 
 /// Ansible's play magic variables for a task of `t`'s play: its hosts after the limit
@@ -132,6 +135,9 @@ impl Job {
         }
         own.entry("ansible_check_mode".into()).or_insert(json!(run_check));
         own.entry("ansible_diff_mode".into()).or_insert(json!(run_diff));
+        let run_tags = if self.run_tags.is_empty() { vec!["all".to_string()] } else { self.run_tags.clone() };
+        own.entry("ansible_run_tags".into()).or_insert(json!(run_tags));
+        own.entry("ansible_skip_tags".into()).or_insert(json!(self.skip_tags));
         let ctx = self.context(&own);
         let templates = &self.site.templates;
         let whens: Vec<&Condition> = [&play.when, &step.def.when].into_iter().flatten().collect();

@@ -333,13 +333,13 @@ pub fn add(env: &mut Environment<'static>) {
         let sort: Option<bool> = kw.get("sort_keys")?;
         let indent: Option<usize> = kw.get("indent")?;
         kw.assert_all_used()?;
-        Ok(python_json(&json_of(&v)?, indent, sort.unwrap_or(false)))
+        Ok(python_json(&json_of(&super::clock::iso_datetimes(v))?, indent, sort.unwrap_or(false)))
     });
     env.add_filter("to_nice_json", |v: Value, kw: Kwargs| -> Result<String, Error> {
         let sort: Option<bool> = kw.get("sort_keys")?;
         let indent: Option<usize> = kw.get("indent")?;
         kw.assert_all_used()?;
-        Ok(python_json(&json_of(&v)?, Some(indent.unwrap_or(4)), sort.unwrap_or(true)))
+        Ok(python_json(&json_of(&super::clock::iso_datetimes(v))?, Some(indent.unwrap_or(4)), sort.unwrap_or(true)))
     });
     env.add_filter("b64decode", |s: String| -> Result<String, Error> {
         use base64::Engine;
@@ -356,8 +356,21 @@ pub fn add(env: &mut Environment<'static>) {
         env.add_filter(name, move |v: Value, kw: Kwargs| -> Result<String, Error> {
             let indent: Option<usize> = kw.get("indent")?;
             let width: Option<usize> = kw.get("width")?;
+            let sort_keys: Option<bool> = kw.get("sort_keys")?;
+            // PyYAML's default_flow_style: None (flow for collections of scalars), False, True.
+            let flow = match kw.get::<Option<Value>>("default_flow_style")? {
+                None => flow,
+                Some(f) if f.is_none() => None,
+                Some(f) => Some(f.is_true()),
+            };
             kw.assert_all_used()?;
-            Ok(super::yaml_dump::dump_width(&json_of(&v)?, indent.unwrap_or(default_indent), flow, width))
+            Ok(super::yaml_dump::dump_with(
+                &json_of(&v)?,
+                indent.unwrap_or(default_indent),
+                flow,
+                width,
+                sort_keys.unwrap_or(true),
+            ))
         });
     }
     env.add_filter("from_yaml", |s: String| -> Result<Value, Error> {
@@ -529,7 +542,42 @@ pub fn add(env: &mut Environment<'static>) {
             .collect();
         Ok(Value::from(out))
     });
-    env.add_filter("regex_escape", |s: String| -> String { regex::escape(&s) });
+    // Python's re.escape (its set of characters, a space among them), or with
+    // `re_type='posix_basic'` Ansible's escape of `[].^$*\\`.
+    env.add_filter("regex_escape", |s: String, re_type: Option<String>, kw: Kwargs| -> Result<String, Error> {
+        let re_type = re_type.or(kw.get("re_type")?).unwrap_or_else(|| "python".into());
+        kw.assert_all_used()?;
+        let special: &str = match re_type.as_str() {
+            "python" => "()[]{}?*+-|^$\\.&~# \t\n\r\u{b}\u{c}",
+            "posix_basic" => "[].^$*\\",
+            "posix_extended" => return Err(bad("Regex type (posix_extended) not yet implemented")),
+            other => return Err(bad(format!("Invalid regex type ({other})"))),
+        };
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if special.contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        Ok(out)
+    });
+    // Jinja2's forceescape: HTML-escaped whatever the value is.
+    env.add_filter("forceescape", |v: Value| -> String {
+        let s = v.to_string();
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&#34;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        out
+    });
     env.add_filter("splitext", |s: String| -> Value {
         let base = s.rsplit('/').next().unwrap_or("");
         match base.rfind('.') {
@@ -564,6 +612,64 @@ pub fn add(env: &mut Environment<'static>) {
         Ok(Value::from(
             (0..n).map(|i| Value::from(lists.iter().map(|l| l[i].clone()).collect::<Vec<_>>())).collect::<Vec<_>>(),
         ))
+    });
+    // itertools.zip_longest as Ansible's filter takes it (`fillvalue=` the only keyword).
+    env.add_filter("zip_longest", |a: Value, rest: Rest<Value>, kw: Kwargs| -> Result<Value, Error> {
+        let fill: Value = kw.get::<Option<Value>>("fillvalue")?.unwrap_or(Value::from(()));
+        kw.assert_all_used()?;
+        let mut lists = vec![items(&a)?];
+        for r in rest.0 {
+            lists.push(items(&r)?);
+        }
+        let n = lists.iter().map(Vec::len).max().unwrap_or(0);
+        Ok(Value::from(
+            (0..n)
+                .map(|i| {
+                    Value::from(lists.iter().map(|l| l.get(i).cloned().unwrap_or(fill.clone())).collect::<Vec<_>>())
+                })
+                .collect::<Vec<_>>(),
+        ))
+    });
+    // itertools.combinations and permutations, in their order.
+    env.add_filter("combinations", |v: Value, r: usize| -> Result<Value, Error> {
+        let pool = items(&v)?;
+        let mut out = Vec::new();
+        let mut idx: Vec<usize> = (0..r).collect();
+        if r <= pool.len() {
+            loop {
+                out.push(Value::from(idx.iter().map(|&i| pool[i].clone()).collect::<Vec<_>>()));
+                let Some(i) = (0..r).rev().find(|&i| idx[i] != i + pool.len() - r) else { break };
+                idx[i] += 1;
+                for j in i + 1..r {
+                    idx[j] = idx[j - 1] + 1;
+                }
+            }
+        }
+        Ok(Value::from(out))
+    });
+    env.add_filter("permutations", |v: Value, r: Option<usize>| -> Result<Value, Error> {
+        let pool = items(&v)?;
+        let r = r.unwrap_or(pool.len());
+        let mut out = Vec::new();
+        fn walk(pool: &[Value], r: usize, used: &mut Vec<bool>, cur: &mut Vec<Value>, out: &mut Vec<Value>) {
+            if cur.len() == r {
+                out.push(Value::from(cur.clone()));
+                return;
+            }
+            for i in 0..pool.len() {
+                if !used[i] {
+                    used[i] = true;
+                    cur.push(pool[i].clone());
+                    walk(pool, r, used, cur, out);
+                    cur.pop();
+                    used[i] = false;
+                }
+            }
+        }
+        if r <= pool.len() {
+            walk(&pool, r, &mut vec![false; pool.len()], &mut Vec::new(), &mut out);
+        }
+        Ok(Value::from(out))
     });
     // Python's `dict()` as Jinja2 has it: a mapping, or a list of key-value pairs
     // (`dict(keys | zip(values))`), updated by the keyword arguments.
@@ -631,14 +737,17 @@ pub fn add(env: &mut Environment<'static>) {
     }
 
     // Tests on strings: Python's re.match (anchored at the start), re.search.
-    env.add_test("match", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
+    // Ansible's pattern defaults to '' (`x is regex` is true).
+    env.add_test("match", |s: String, pattern: Option<String>, kw: Kwargs| -> Result<bool, Error> {
+        let pattern = pattern.unwrap_or_default();
         let re = regex(&format!("^(?:{pattern})"), &kw)?;
         Ok(re.is_match(&s))
     });
-    env.add_test("search", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
-        Ok(regex(&pattern, &kw)?.is_match(&s))
+    env.add_test("search", |s: String, pattern: Option<String>, kw: Kwargs| -> Result<bool, Error> {
+        Ok(regex(&pattern.unwrap_or_default(), &kw)?.is_match(&s))
     });
-    env.add_test("regex", |s: String, pattern: String, kw: Kwargs| -> Result<bool, Error> {
+    env.add_test("regex", |s: String, pattern: Option<String>, kw: Kwargs| -> Result<bool, Error> {
+        let pattern = pattern.unwrap_or_default();
         let kind: Option<String> = kw.get("match_type")?;
         match kind.as_deref().unwrap_or("search") {
             "match" => Ok(regex(&format!("^(?:{pattern})"), &kw)?.is_match(&s)),

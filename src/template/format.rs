@@ -78,6 +78,20 @@ pub fn add(env: &mut Environment<'static>) {
     env.add_filter("relpath", |path: String, start: Option<String>| -> Result<String, Error> {
         relpath(&path, start.as_deref().unwrap_or("."))
     });
+    env.add_filter("path_join", |v: Value| -> Result<String, Error> {
+        match v.kind() {
+            ValueKind::String => Ok(v.as_str().unwrap_or_default().to_string()),
+            ValueKind::Seq | ValueKind::Iterable => {
+                let parts = v
+                    .try_iter()?
+                    .map(|p| p.as_str().map(str::to_string).ok_or_else(|| fail(format!("path_join: {p} is not text"))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(path_join(&parts))
+            }
+            other => Err(fail(format!("|path_join expects string or sequence, got {other} instead."))),
+        }
+    });
+    env.add_filter("realpath", |path: String| -> Result<String, Error> { realpath(&path) });
     for (name, test) in [
         ("directory", Path::is_dir as fn(&Path) -> bool),
         ("is_dir", Path::is_dir),
@@ -295,6 +309,122 @@ fn relpath(path: &str, start: &str) -> Result<String, Error> {
     }
     let rel = rel.to_string_lossy().into_owned();
     Ok(if rel.is_empty() { ".".into() } else { rel })
+}
+
+/// Python's os.path.join: a part that is absolute starts the path again.
+fn path_join(parts: &[String]) -> String {
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if p.starts_with('/') || i == 0 {
+            out = p.clone();
+        } else if out.is_empty() || out.ends_with('/') {
+            out.push_str(p);
+        } else {
+            out.push('/');
+            out.push_str(p);
+        }
+    }
+    out
+}
+
+/// Python's os.path.normpath.
+fn normpath(path: &str) -> String {
+    if path.is_empty() {
+        return ".".into();
+    }
+    // POSIX allows one implementation-defined meaning for exactly two leading slashes.
+    let lead = if path.starts_with("//") && !path.starts_with("///") {
+        "//"
+    } else if path.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let mut out: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." if !lead.is_empty() && out.is_empty() => {}
+            ".." if out.last().is_some_and(|l| *l != "..") => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    let joined = format!("{lead}{}", out.join("/"));
+    if joined.is_empty() { ".".into() } else { joined }
+}
+
+/// Python's os.path.realpath (not strict), on the bastion as Ansible's filter runs there: links
+/// resolved as far as the path exists, the rest kept, a link loop left as it is.
+fn realpath(path: &str) -> Result<String, Error> {
+    fn join_real(
+        mut path: String,
+        rest: &str,
+        seen: &mut std::collections::HashMap<String, Option<String>>,
+    ) -> (String, bool) {
+        let mut rest = rest.to_string();
+        if let Some(r) = rest.strip_prefix('/') {
+            rest = r.to_string();
+            path = "/".into();
+        }
+        while !rest.is_empty() {
+            let (name, tail) =
+                rest.split_once('/').map_or((rest.clone(), String::new()), |(a, b)| (a.to_string(), b.to_string()));
+            rest = tail;
+            if name.is_empty() || name == "." {
+                continue;
+            }
+            if name == ".." {
+                if path.is_empty() {
+                    path = "..".into();
+                } else {
+                    let (head, last) = split(&path);
+                    path = if last == ".." { path_join(&[head, "..".into(), "..".into()]) } else { head };
+                }
+                continue;
+            }
+            let new = path_join(&[path.clone(), name]);
+            let is_link = std::fs::symlink_metadata(&new).is_ok_and(|m| m.file_type().is_symlink());
+            if !is_link {
+                path = new;
+                continue;
+            }
+            if let Some(known) = seen.get(&new) {
+                match known {
+                    Some(p) => {
+                        path = p.clone();
+                        continue;
+                    }
+                    None => return (path_join(&[new, rest]), false),
+                }
+            }
+            seen.insert(new.clone(), None);
+            let target = std::fs::read_link(&new).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+            let (p, ok) = join_real(path, &target, seen);
+            if !ok {
+                return (path_join(&[p, rest]), false);
+            }
+            seen.insert(new, Some(p.clone()));
+            path = p;
+        }
+        (path, true)
+    }
+    /// Python's os.path.split.
+    fn split(p: &str) -> (String, String) {
+        let i = p.rfind('/').map_or(0, |i| i + 1);
+        let (head, tail) = p.split_at(i);
+        let trimmed = head.trim_end_matches('/');
+        (if trimmed.is_empty() { head.to_string() } else { trimmed.to_string() }, tail.to_string())
+    }
+    let (p, _) = join_real(String::new(), path, &mut Default::default());
+    let abs = if p.starts_with('/') {
+        p
+    } else {
+        let cwd = std::env::current_dir().map_err(|e| fail(format!("realpath: {e}")))?;
+        path_join(&[cwd.to_string_lossy().into_owned(), p])
+    };
+    Ok(normpath(&abs))
 }
 
 #[cfg(test)]

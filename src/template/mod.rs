@@ -14,6 +14,8 @@ mod format;
 mod password;
 mod random;
 mod rewrite;
+pub mod sequence;
+mod urlsplit;
 mod yaml_dump;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -198,6 +200,7 @@ impl Templates {
         format::add(&mut env);
         random::add(&mut env);
         clock::add(&mut env);
+        urlsplit::add(&mut env);
         // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
         // `d.items()`), which Ansible's templates call as Jinja2 lets them.
         env.set_unknown_method_callback(filters::python_method);
@@ -354,7 +357,7 @@ pub fn remove_omit(v: serde_json::Value) -> serde_json::Value {
 }
 
 /// The lookups copctl runs, for its refusal.
-const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, template, together and vars";
+const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, sequence, template, together and vars";
 
 thread_local! {
     /// Set while the plan's checks render templates: the pipe lookup runs no command then.
@@ -665,6 +668,14 @@ fn run_lookup(
             } else {
                 return Err(fail("No file was found when using first_found.".into()));
             }
+        }
+        "sequence" => {
+            let mut out = Vec::new();
+            for term in terms {
+                let items = sequence::sequence(&text(term)?).map_err(fail)?;
+                out.extend(items.into_iter().map(Value::from));
+            }
+            out
         }
         other => return Err(fail(format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"))),
     };
@@ -1882,7 +1893,7 @@ mod tests {
         let e = t.render_str("{{ lookup('vault', 'x') }}", &ctx).unwrap_err();
         assert!(
             e.to_string().contains(
-                "lookup('vault', ...): copctl has the dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, template, together and vars lookups"
+                "lookup('vault', ...): copctl has the dict, env, file, fileglob, first_found, indexed_items, inventory_hostnames, items, lines, list, nested, password, pipe, random_choice, sequence, template, together and vars lookups"
             ),
             "{e}"
         );

@@ -12,6 +12,12 @@
 //! Python's `%` on a string literal (`'%02d' % n`, `'%s:%s' % (host, port)`), which minijinja's
 //! `%` (numbers only) refuses: the `format` filter, which formats as Python's `%` does
 //! (`('%02d' | format(n))`).
+//!
+//! A datetime minus another (`(now() - (d | to_datetime)).days`), which minijinja's `-`
+//! (numbers only) refuses: where a text makes datetimes (`to_datetime`, `now(`), each `a - b`
+//! whose operands are plain unary operands becomes `__copctl_sub(a, b)` (clock.rs: Python's
+//! datetime and timedelta arithmetic, numbers as `-` has them). A `-` next to a tighter
+//! operator (`a * b - c`, `a - b ** c`) is left as it is: minijinja refuses it for datetimes.
 
 use std::borrow::Cow;
 
@@ -21,6 +27,9 @@ use minijinja::value::{Rest, Value};
 
 /// The function the rewritten chains call.
 pub const CHAIN: &str = "__copctl_chain";
+
+/// The function a rewritten subtraction calls.
+pub const SUB: &str = "__copctl_sub";
 
 type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
 
@@ -52,7 +61,11 @@ pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
 /// Whether either rewrite can apply: a `default`/`defined`/`d(` after an attribute, or a `%`
 /// outside `{%`/`%}`.
 fn might_rewrite(text: &str) -> bool {
-    chains_possible(text) || modulo(text)
+    chains_possible(text) || modulo(text) || dates_subtracted(text)
+}
+
+fn dates_subtracted(text: &str) -> bool {
+    text.contains('-') && (text.contains("to_datetime") || text.contains("now("))
 }
 
 fn chains_possible(text: &str) -> bool {
@@ -70,13 +83,122 @@ fn modulo(text: &str) -> bool {
 /// cannot tokenize is left as it is, for the compiler to report.
 pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
     let chained = chains(text, syntax.clone(), expr);
-    if !modulo(&chained) {
-        return chained;
+    let done = if !modulo(&chained) {
+        chained
+    } else {
+        match chained {
+            Cow::Borrowed(t) => percent(t, syntax.clone(), expr),
+            Cow::Owned(t) => Cow::Owned(percent(&t, syntax.clone(), expr).into_owned()),
+        }
+    };
+    if !dates_subtracted(&done) {
+        return done;
     }
-    match chained {
-        Cow::Borrowed(t) => percent(t, syntax, expr),
-        Cow::Owned(t) => Cow::Owned(percent(&t, syntax, expr).into_owned()),
+    match done {
+        Cow::Borrowed(t) => minus(t, syntax, expr),
+        Cow::Owned(t) => Cow::Owned(minus(&t, syntax, expr).into_owned()),
     }
+}
+
+/// Every binary `a - b` as `__copctl_sub(a, b)`, left to right (`a - b - c` is
+/// `sub(sub(a, b), c)`), where neither operand touches a tighter operator.
+fn minus(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    let mut out: Cow<'_, str> = Cow::Borrowed(text);
+    // One subtraction a pass: the next one's left operand may be the call just made.
+    for _ in 0..32 {
+        let Some(toks) = tokens(&out, syntax.clone(), expr) else { return out };
+        let Some(edit) = one_minus(&out, &toks) else { return out };
+        let next = edited(&out, vec![edit]).into_owned();
+        out = Cow::Owned(next);
+    }
+    out
+}
+
+fn one_minus(text: &str, toks: &Toks<'_>) -> Option<(usize, usize, String)> {
+    let tight = |t: Option<&Token<'_>>| {
+        matches!(
+            t,
+            Some(Token::Mul | Token::Div | Token::FloorDiv | Token::Mod | Token::Pow | Token::Minus | Token::Plus)
+        )
+    };
+    for i in 1..toks.len() {
+        if !matches!(toks[i].0, Token::Minus) {
+            continue;
+        }
+        // Binary: right after an operand, not a keyword.
+        let binary = match &toks[i - 1].0 {
+            Token::Ident(k) => !matches!(*k, "and" | "or" | "not" | "in" | "is" | "if" | "else"),
+            Token::Str(_) | Token::String(_) | Token::Int(_) | Token::Int128(_) | Token::Float(_) => true,
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => true,
+            _ => false,
+        };
+        if !binary {
+            continue;
+        }
+        let Some(start) = operand_start(toks, i - 1) else { continue };
+        let Some(end) = operand_end(toks, i + 1) else { continue };
+        let tighter_after = matches!(
+            toks.get(end + 1).map(|t| &t.0),
+            Some(Token::Mul | Token::Div | Token::FloorDiv | Token::Mod | Token::Pow)
+        );
+        if tight(start.checked_sub(1).map(|b| &toks[b].0)) || tighter_after {
+            continue;
+        }
+        if matches!(toks[i + 1].0, Token::Minus | Token::Plus) {
+            continue;
+        }
+        let left = span_text(text, toks, start, i - 1);
+        let right = span_text(text, toks, i + 1, end);
+        let (from, to) = (toks[start].1.start_offset as usize, toks[end].1.end_offset as usize);
+        return Some((from, to, format!("{SUB}({left}, {right})")));
+    }
+    None
+}
+
+/// The first token of the unary operand (a primary, its attributes, items, calls and filters)
+/// that ends at `end`.
+fn operand_start(toks: &Toks<'_>, end: usize) -> Option<usize> {
+    let mut k = end;
+    loop {
+        let atom = match toks[k].0 {
+            Token::ParenClose | Token::BracketClose | Token::BraceClose => group_open(toks, k)?,
+            Token::Ident(_) | Token::Str(_) | Token::String(_) | Token::Int(_) | Token::Int128(_) | Token::Float(_) => {
+                k
+            }
+            _ => return None,
+        };
+        let Some(prev) = atom.checked_sub(1) else { return Some(atom) };
+        match &toks[prev].0 {
+            Token::Dot | Token::Pipe if prev >= 1 => k = prev - 1,
+            Token::Ident(n)
+                if matches!(toks[atom].0, Token::ParenOpen | Token::BracketOpen)
+                    && !matches!(*n, "and" | "or" | "not" | "in" | "is" | "if" | "else") =>
+            {
+                k = prev
+            }
+            Token::ParenClose | Token::BracketClose | Token::Str(_) | Token::String(_)
+                if matches!(toks[atom].0, Token::ParenOpen | Token::BracketOpen) =>
+            {
+                k = prev
+            }
+            _ => return Some(atom),
+        }
+    }
+}
+
+/// The opening token of the group closed at `close`.
+fn group_open(toks: &Toks<'_>, close: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for k in (0..close).rev() {
+        match toks[k].0 {
+            Token::BracketClose | Token::ParenClose | Token::BraceClose => depth += 1,
+            Token::BracketOpen | Token::ParenOpen | Token::BraceOpen if depth == 0 => return Some(k),
+            Token::BracketOpen | Token::ParenOpen | Token::BraceOpen => depth -= 1,
+            Token::VariableStart | Token::BlockStart => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 fn tokens(text: &str, syntax: SyntaxConfig, expr: bool) -> Option<Toks<'_>> {
@@ -322,6 +444,30 @@ mod tests {
 
     fn rw(t: &str) -> String {
         apply(t, SyntaxConfig::default(), false).into_owned()
+    }
+
+    #[test]
+    fn subtractions_where_datetimes_are_made_become_calls_and_keep_precedence() {
+        assert_eq!(
+            rw("{{ (now() - (d | to_datetime('%Y')).x).days }}"),
+            "{{ (__copctl_sub(now(), (d | to_datetime('%Y')).x)).days }}"
+        );
+        assert_eq!(rw("{{ now().year - 1 - n }}"), "{{ __copctl_sub(__copctl_sub(now().year, 1), n) }}");
+        assert_eq!(
+            rw("{{ a | to_datetime - b | to_datetime }}"),
+            "{{ __copctl_sub(a | to_datetime, b | to_datetime) }}"
+        );
+        // Next to a tighter operator, or unary: left for minijinja (which refuses datetimes).
+        for kept in [
+            "{{ 2 * now().year - 1 }}",
+            "{{ now().year - 2 ** 3 }}",
+            "{{ -now().year - 1 }}",
+            "{{ x | to_datetime if a else -1 }}",
+        ] {
+            assert_eq!(rw(kept), kept);
+        }
+        // Only where a text makes datetimes.
+        assert_eq!(rw("{{ a - b }}"), "{{ a - b }}");
     }
 
     #[test]

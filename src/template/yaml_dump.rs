@@ -15,12 +15,13 @@ const WIDTH: usize = 80;
 /// Some(false)`, indent 4).
 #[cfg(test)]
 pub fn dump(v: &Value, indent: usize, flow: Option<bool>) -> String {
-    dump_width(v, indent, flow, None)
+    dump_with(v, indent, flow, None, true)
 }
 
-/// `dump` with the dumper's `width` (folding column): PyYAML takes it only above twice the
-/// indent, else keeps 80.
-pub fn dump_width(v: &Value, indent: usize, flow: Option<bool>, width: Option<usize>) -> String {
+/// `dump` with the dumper's `width` (folding column: PyYAML takes it only above twice the
+/// indent, else keeps 80), the mappings' keys sorted (PyYAML's `sort_keys`, on by default) or
+/// as they are.
+pub fn dump_with(v: &Value, indent: usize, flow: Option<bool>, width: Option<usize>, sort_keys: bool) -> String {
     let best_indent = indent.clamp(2, 9);
     let mut e = Emitter {
         width: width.filter(|&w| w > best_indent * 2).unwrap_or(WIDTH),
@@ -30,6 +31,7 @@ pub fn dump_width(v: &Value, indent: usize, flow: Option<bool>, width: Option<us
         indention: true,
         best_indent,
         flow,
+        sort_keys,
     };
     e.node(v, 0, Context::Root);
     if !e.out.ends_with('\n') {
@@ -56,6 +58,7 @@ struct Emitter {
     best_indent: usize,
     flow: Option<bool>,
     width: usize,
+    sort_keys: bool,
 }
 
 impl Emitter {
@@ -94,8 +97,11 @@ impl Emitter {
     }
 
     /// Whether a collection is written in flow style (`[1, 2]`): always when empty; with
-    /// `to_yaml`'s default, when it holds scalars only.
+    /// `to_yaml`'s default, when it holds scalars only; with `default_flow_style=True`, always.
     fn flow_style(&self, v: &Value) -> bool {
+        if self.flow == Some(true) {
+            return matches!(v, Value::Array(_) | Value::Object(_));
+        }
         match v {
             Value::Array(a) => a.is_empty() || (self.flow.is_none() && a.iter().all(is_plain_node)),
             Value::Object(m) => m.is_empty() || (self.flow.is_none() && m.values().all(is_plain_node)),
@@ -124,7 +130,9 @@ impl Emitter {
             Value::Object(m) => {
                 let indent = if ctx == Context::Root { 0 } else { indent + self.best_indent };
                 let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
+                if self.sort_keys {
+                    keys.sort();
+                }
                 for k in keys {
                     self.write_indent(indent);
                     self.scalar(k, indent, true, false);
@@ -154,7 +162,9 @@ impl Emitter {
             Value::Object(m) => {
                 self.indicator("{", true, true, false);
                 let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
+                if self.sort_keys {
+                    keys.sort();
+                }
                 for (i, k) in keys.into_iter().enumerate() {
                     if i > 0 {
                         self.indicator(",", false, false, false);
@@ -553,8 +563,11 @@ mod tests {
         assert_eq!(dump(&json!({"k": long}), 2, Some(false)), format!("k: {}\n  yyyyyyyyyy\n", "x".repeat(100)));
         // A width PyYAML takes (above twice the indent) and one it does not.
         let words = json!({"k": "word ".repeat(20).trim_end()});
-        assert_eq!(dump_width(&words, 2, Some(false), Some(1000)), format!("k: {}\n", "word ".repeat(20).trim_end()));
-        assert_eq!(dump_width(&words, 2, Some(false), Some(4)), dump(&words, 2, Some(false)));
+        assert_eq!(
+            dump_with(&words, 2, Some(false), Some(1000), true),
+            format!("k: {}\n", "word ".repeat(20).trim_end())
+        );
+        assert_eq!(dump_with(&words, 2, Some(false), Some(4), true), dump(&words, 2, Some(false)));
         assert_eq!(
             dump(&json!({"k": "tab\there", "c": "bell\u{7}"}), 2, Some(false)),
             "c: \"bell\\a\"\nk: \"tab\\there\"\n"

@@ -211,12 +211,13 @@ const PLAY_NOT_YET: &[&str] =
     &["vars_prompt", "become_flags", "order", "port", "run_once", "debugger", "fact_path", "when"];
 
 /// Whether `text` is a YAML list (an Ansible playbook), not a mapping (a native one): its first
-/// line that is not blank, a comment or a document marker starts a list entry.
+/// line that is not blank, a comment or a document marker starts a list entry, or a flow list
+/// (a playbook written as JSON).
 pub fn is_list_of_plays(text: &str) -> bool {
     text.lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#') && *l != "---" && !l.starts_with("%"))
-        .is_some_and(|l| l == "-" || l.starts_with("- "))
+        .is_some_and(|l| l == "-" || l.starts_with("- ") || l.starts_with('['))
 }
 
 /// One entry of a task list as written (a section, a block's part, an included file) → the
