@@ -804,6 +804,55 @@ fn everyday_idioms_end_as_ansible_leaves_them() {
     assert_eq!(mode_on(&ours, 0, "/opt/app/given"), 0o640);
 }
 
+/// The find module: every filter, the walk's order and counts, what each file's entry holds,
+/// and a loop over what it found.
+#[test]
+fn find_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "find.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/found")).unwrap();
+    // After the re-run: the old logs the first run found are gone.
+    assert_eq!(
+        file,
+        "/opt/app/find/a.conf matched=1 examined=8 msg=All paths examined skipped={}\n\
+         /opt/app/find/.hdir/e.conf,/opt/app/find/.hidden.conf,/opt/app/find/a.conf,/opt/app/find/logs/app.3.log,/opt/app/find/sub/c.conf,/opt/app/find/sub/deep/d.conf matched=6 examined=13 msg=All paths examined skipped={}\n\
+         /opt/app/find/a.conf,/opt/app/find/b.log,/opt/app/find/sub/c.conf matched=3 examined=13 msg=All paths examined skipped={}\n\
+         /opt/app/find/logs,/opt/app/find/sub,/opt/app/find/sub/deep matched=3 examined=13 msg=All paths examined skipped={}\n\
+         /opt/app/find/a.conf,/opt/app/find/b.log,/opt/app/find/big.bin,/opt/app/find/link,/opt/app/find/logs,/opt/app/find/sub matched=6 examined=8 msg=All paths examined skipped={}\n\
+         /opt/app/find/link matched=1 examined=8 msg=All paths examined skipped={}\n\
+         \x20matched=0 examined=1 msg=All paths examined skipped={}\n\
+         /opt/app/find/big.bin matched=1 examined=8 msg=All paths examined skipped={}\n\
+         /opt/app/find/b.log matched=1 examined=8 msg=All paths examined skipped={}\n\
+         /opt/app/find/a.conf,/opt/app/find/sub/c.conf matched=2 examined=13 msg=All paths examined skipped={}\n\
+         /opt/app/find/sub/c.conf matched=1 examined=2 msg=All paths examined skipped={}\n\
+         /opt/app/find/a.conf matched=1 examined=8 msg=All paths examined skipped={}\n\
+         /opt/app/find/sub/c.conf matched=1 examined=2 msg=Not all paths examined, check warnings for details skipped={\"/opt/app/find/a.conf\": \"'/opt/app/find/a.conf' is not a directory\"}\n\
+         one=1 Limit of matches reached 1\n\
+         /opt/app/find/a.conf 0644 reg=True dir=False lnk=False root:root TrueFalseFalse 10 True True\n\
+         /opt/app/find/b.log 0600 reg=True dir=False lnk=False root:root TrueFalseFalse 2 True True\n\
+         /opt/app/find/big.bin 0644 reg=True dir=False lnk=False root:root TrueFalseFalse 2048 True True\n\
+         /opt/app/find/link 0777 reg=False dir=False lnk=True root:root TrueTrueTrue - True True\n\
+         /opt/app/find/logs 0755 reg=False dir=True lnk=False root:root TrueFalseTrue - True True\n\
+         /opt/app/find/sub 0755 reg=False dir=True lnk=False root:root TrueFalseTrue - True True\n\
+         /opt/app/find/a.conf c626afb138b79005a681b787a1b5b7d06a1dce8b\n\
+         "
+    );
+}
+
+/// The getent module: records as facts, beside the gathered ones, its three failures, a loop.
+#[test]
+fn getent_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "getent.yml");
+    let file = std::fs::read_to_string(ours.lab().path(0, "/opt/app/getent")).unwrap();
+    assert_eq!(
+        file,
+        "last=6 ['daemon'] replaced\nhome=True root_gid=0 groups=True\nhosts=1 localhost\nfacts=True True\n\
+         missing=One or more supplied key could not be found in the database. {\"getent_passwd\": {\"no-such-user-here\": null}}\n\
+         failed_key=One or more supplied key could not be found in the database. unknown=Missing arguments, or database unknown.\n"
+    );
+}
+
 /// Third round of idioms: dates (a datetime minus another as Python's timedelta), strftime,
 /// path_join and realpath, urlsplit, the sequence lookup and a templated with_sequence,
 /// itertools filters, to_nice_yaml(sort_keys=False), regex_escape's kinds, ansible_run_tags,

@@ -84,7 +84,7 @@ pub fn expand_limit_files(parts: Vec<String>) -> Result<Vec<String>> {
 }
 
 /// Python's `fnmatch.translate`, anchored at both ends.
-fn fnmatch_regex(pat: &str) -> std::result::Result<Regex, regex::Error> {
+pub(crate) fn fnmatch_regex(pat: &str) -> std::result::Result<Regex, regex::Error> {
     let chars: Vec<char> = pat.chars().collect();
     let mut re = String::from("^(?s:");
     let mut i = 0;

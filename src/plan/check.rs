@@ -29,6 +29,11 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
             let mut v = placeholder_result();
             match &s.action {
                 Action::Stat(_) => v["stat"] = crate::steps::stat::placeholder(),
+                Action::Find(_) => {
+                    if let (Value::Object(m), Value::Object(f)) = (&mut v, crate::steps::find::placeholder()) {
+                        m.extend(f);
+                    }
+                }
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
                 Action::Ping(_) => v["ping"] = json!("pong"),
                 Action::Tempfile(_) => v["path"] = json!(""),
@@ -94,6 +99,11 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
         }
         if let Action::Setup(_) = &s.action {
             out.extend(crate::steps::setup::placeholder_vars());
+        }
+        if let Action::Getent(g) = &s.action
+            && !g.database.contains("{{")
+        {
+            out.entry(format!("getent_{}", g.database)).or_insert(json!({}));
         }
         if let Action::IncludeVars(a) = &s.action {
             for (k, v) in a.may_set() {
@@ -213,6 +223,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         .map(|(pb, r)| {
             let facts = pb.all_steps().filter_map(|s| match &s.action {
                 Action::SetFact(m) => Some(m.keys().cloned().collect::<Vec<_>>()),
+                Action::Getent(g) => Some(vec![format!("getent_{}", g.database)]),
                 _ => None,
             });
             let gathered = crate::steps::setup::placeholder_vars().into_iter().map(|(k, _)| k);

@@ -447,7 +447,10 @@ impl Engine {
                         m.insert(r.clone(), o.registered());
                     }
                     if let Some(f) = &o.facts {
-                        m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        for (k, v) in f {
+                            let v = merged_fact(m.get(k), k, v);
+                            m.insert(k.clone(), v);
+                        }
                     }
                     self.registered.insert(h.clone(), Arc::new(m));
                 }
@@ -762,7 +765,10 @@ impl Engine {
                         // A play's per-host vars_files: what the gate read is the host's.
                         if let Some(f) = &o.facts {
                             let mut m = self.registered.get(&host).map(|a| (**a).clone()).unwrap_or_default();
-                            m.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                            for (k, v) in f {
+                                let v = merged_fact(m.get(k), k, v);
+                                m.insert(k.clone(), v);
+                            }
                             self.registered.insert(host.clone(), Arc::new(m));
                         }
                         self.finish(n, None, &mut ready);
@@ -914,6 +920,20 @@ fn early_signal() -> Option<i32> {
 }
 
 /// SIGINT / SIGTERM as exit codes 130 / 143.
+/// A fact as it stands once a step set it: `ansible_facts` updated key by key (a module's facts,
+/// `getent_passwd`, beside the gathered ones, as Ansible's fact cache updates), anything else
+/// replaced.
+pub(crate) fn merged_fact(have: Option<&Value>, name: &str, new: &Value) -> Value {
+    match (name, have, new) {
+        ("ansible_facts", Some(Value::Object(old)), Value::Object(add)) => {
+            let mut m = old.clone();
+            m.extend(add.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Value::Object(m)
+        }
+        _ => new.clone(),
+    }
+}
+
 struct Signals {
     int: Option<tokio::signal::unix::Signal>,
     term: Option<tokio::signal::unix::Signal>,

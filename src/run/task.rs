@@ -258,7 +258,10 @@ impl Job {
                             o
                         };
                         if let Some(f) = &o.facts {
-                            learned.extend(f.iter().map(|(k, v)| (k.clone(), v.clone())));
+                            for (k, v) in f {
+                                let v = super::merged_fact(learned.get(k), k, v);
+                                learned.insert(k.clone(), v);
+                            }
                         }
                         let mut o = o;
                         let mut r = o.registered();

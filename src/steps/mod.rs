@@ -52,6 +52,8 @@ macro_rules! kinds {
             package: Package(PackageArgs),
             slurp: Slurp(SlurpArgs),
             stat: Stat(StatArgs),
+            find: Find(FindArgs),
+            getent: Getent(GetentArgs),
             fetch: Fetch(FetchArgs),
             wait_for: WaitFor(WaitForArgs),
             reboot: Reboot(RebootArgs),

@@ -24,7 +24,9 @@ pub const SUPPORTED: &[&str] = &[
     "fail",
     "fetch",
     "file",
+    "find",
     "get_url",
+    "getent",
     "group",
     "hostname",
     "include_vars",
@@ -64,7 +66,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("git", ""),
     ("pip", ""),
     ("cron", ""),
-    ("find", ""),
     ("add_host", ""),
     ("group_by", ""),
     ("apt_key", ""),
@@ -76,7 +77,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("package_facts", ""),
     ("archive", ""),
     ("assemble", ""),
-    ("getent", ""),
     ("debconf", ""),
     ("async_status", ""),
     ("iptables", ""),
@@ -1780,6 +1780,64 @@ pub fn translate(
             }
             a.finish(&["path", "follow", "get_checksum", "checksum_algorithm", "get_mime", "get_attributes"]);
             "stat"
+        }
+        "getent" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            for k in ["database", "key", "service", "split"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            put(&mut out, "fail_key", a.flag(&["fail_key"]));
+            if !out.contains_key("database") {
+                a.missing("database");
+            }
+            a.finish(&["database", "key", "service", "split", "fail_key"]);
+            "getent"
+        }
+        "find" => {
+            let mut a = Args::new(p, name, node, extra, None);
+            put(&mut out, "paths", a.value(&["paths", "name", "path"]));
+            put(&mut out, "patterns", a.value(&["patterns", "pattern"]));
+            put(&mut out, "excludes", a.value(&["excludes", "exclude"]));
+            for k in ["contains", "file_type", "age", "age_stamp", "size", "mode"] {
+                put(&mut out, k, a.text(&[k]));
+            }
+            put(&mut out, "checksum_algorithm", a.text(&["checksum_algorithm", "checksum", "checksum_algo"]));
+            for k in ["read_whole_file", "recurse", "hidden", "get_checksum", "use_regex", "exact_mode"] {
+                put(&mut out, k, a.flag(&[k]));
+            }
+            for k in ["depth", "limit"] {
+                put(&mut out, k, a.number(&[k]));
+            }
+            a.default_only(
+                "follow",
+                json!(false),
+                "find with follow is not supported yet: links to directories are listed, not walked into",
+            );
+            if !out.contains_key("paths") {
+                a.missing("paths");
+            }
+            a.finish(&[
+                "paths",
+                "patterns",
+                "excludes",
+                "contains",
+                "read_whole_file",
+                "file_type",
+                "age",
+                "age_stamp",
+                "size",
+                "recurse",
+                "hidden",
+                "follow",
+                "get_checksum",
+                "checksum_algorithm",
+                "use_regex",
+                "depth",
+                "mode",
+                "exact_mode",
+                "limit",
+            ]);
+            "find"
         }
         "slurp" => {
             let mut a = Args::new(p, name, node, extra, None);
