@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Flag, Guards, Kind, Number, OneOrMany, Outcome, StepCtx};
-use crate::template::shell_quote;
+use crate::template::{normpath, shell_quote};
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -385,30 +385,6 @@ fn denied_paths(stderr: &str) -> Vec<(String, String)> {
         .filter(|(_, why)| *why == "Permission denied")
         .map(|(p, why)| (p.to_string(), why.to_string()))
         .collect()
-}
-
-/// Python's os.path.normpath.
-fn normpath(p: &str) -> String {
-    let lead = if p.starts_with("//") && !p.starts_with("///") {
-        "//"
-    } else if p.starts_with('/') {
-        "/"
-    } else {
-        ""
-    };
-    let mut out: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." if !lead.is_empty() && out.is_empty() => {}
-            ".." if out.last().is_some_and(|l| *l != "..") => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    let s = format!("{lead}{}", out.join("/"));
-    if s.is_empty() { ".".into() } else { s }
 }
 
 struct Walked {

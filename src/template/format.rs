@@ -328,7 +328,7 @@ fn path_join(parts: &[String]) -> String {
 }
 
 /// Python's os.path.normpath.
-fn normpath(path: &str) -> String {
+pub fn normpath(path: &str) -> String {
     if path.is_empty() {
         return ".".into();
     }

@@ -11,6 +11,7 @@
 mod clock;
 mod filters;
 mod format;
+pub use format::normpath;
 mod password;
 mod random;
 mod rewrite;
