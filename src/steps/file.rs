@@ -142,13 +142,25 @@ impl Kind for FileArgs {
             return diff_peek(cx, &a.path).await;
         }
         let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
-        if a.plain()
-            && state != FileState::Hard
-            && a.owner.is_none()
-            && a.group.is_none()
-            && already_there(cx, a, state, mode).await
+        let plain = a.plain() && state != FileState::Hard && a.owner.is_none() && a.group.is_none();
+        let seen = if plain { cx.conn.lstat(&a.path).await } else { None };
+        if let Some(Ok(info)) = &seen
+            && already_there(a, state, mode, info.as_ref())
         {
             return Outcome::ok("");
+        }
+        // A directory not there yet whose parent is: made over SFTP, no process on the host (a
+        // first run's directories cost a script `mkdir`, `dirname` and `stat` each). Anything
+        // SFTP refuses (no parent, something in the way) goes to the script, which says why.
+        if state == FileState::Directory
+            && matches!(seen, Some(Ok(None)))
+            && !cx.check
+            && !cx.diff
+            && let Some(modes_set) = make_dirs(cx, &a.path, mode).await
+        {
+            // As the script reports it: created once, then the mode of each directory it set.
+            let changes = std::iter::once("created").chain(std::iter::repeat_n("mode", modes_set));
+            return finish(a, changes.map(str::to_string).collect(), false);
         }
         let p = q(&a.path);
         let follow = a.follow == Some(true);
@@ -290,32 +302,71 @@ impl Kind for FileArgs {
         if !out.success() {
             return Outcome::failed(String::from_utf8_lossy(&out.stderr).trim().to_string());
         }
-        let mut o =
-            if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) };
-        o.result.insert("path".into(), serde_json::json!(a.path));
-        // Ansible's `state` (what the path is now) and, for links and touch, `dest`.
-        if let Some(asked) = a.state {
-            let now = match asked {
-                FileState::File => "file",
-                FileState::Directory => "directory",
-                FileState::Absent => "absent",
-                FileState::Link => "link",
-                FileState::Hard => "hard",
-                FileState::Touch => match super::transfer::stat(cx, &a.path, false).await {
-                    Ok(Some(st)) if st.kind == "directory" => "directory",
-                    _ => "file",
-                },
-            };
-            o.result.insert("state".into(), serde_json::json!(now));
-            if matches!(asked, FileState::Link | FileState::Hard | FileState::Touch) {
-                o.result.insert("dest".into(), serde_json::json!(a.path));
-            }
-        }
+        let touched_dir = if a.state == Some(FileState::Touch) {
+            matches!(super::transfer::stat(cx, &a.path, false).await, Ok(Some(st)) if st.kind == "directory")
+        } else {
+            false
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut o = finish(a, changes, touched_dir);
         if cx.diff {
-            o.result.insert("diff".into(), ansible_diff(&a.path, state, &String::from_utf8_lossy(&out.stdout)));
+            o.result.insert("diff".into(), ansible_diff(&a.path, state, &stdout));
         }
         o
     }
+}
+
+/// `mkdir -p` over SFTP, each directory it makes given `mode` (as Ansible's `ensure_directory`
+/// gives every directory it creates the mode): how many needed their mode set, or `None` where
+/// SFTP cannot (become, an error: the script then makes what is left, and says what failed).
+/// Parents are made only below one that exists, at most 64 levels.
+async fn make_dirs(cx: &StepCtx<'_>, path: &str, mode: Option<u32>) -> Option<usize> {
+    let mut missing = vec![path.to_string()];
+    loop {
+        let top = missing.last().expect("never empty");
+        match cx.conn.mkdir(top, mode).await? {
+            Ok(Some(set)) => {
+                let mut n = set as usize;
+                missing.pop();
+                while let Some(p) = missing.pop() {
+                    n += cx.conn.mkdir(&p, mode).await?.ok()?? as usize;
+                }
+                return Some(n);
+            }
+            Ok(None) => {
+                let parent = std::path::Path::new(top.trim_end_matches('/')).parent()?.to_str()?;
+                if parent.is_empty() || parent == "/" || missing.len() >= 64 {
+                    return None;
+                }
+                missing.push(parent.to_string());
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The step's outcome from the changes made: Ansible's `path`, `state` (what the path is now:
+/// `touched_dir` says a touch found a directory) and, for links and touch, `dest`.
+fn finish(a: &FileArgs, changes: Vec<String>, touched_dir: bool) -> Outcome {
+    let mut o =
+        if changes.is_empty() { Outcome::ok("") } else { Outcome::changed(format!("{}: {}", a.path, changes.join(", "))) };
+    o.result.insert("path".into(), serde_json::json!(a.path));
+    if let Some(asked) = a.state {
+        let now = match asked {
+            FileState::File => "file",
+            FileState::Directory => "directory",
+            FileState::Absent => "absent",
+            FileState::Link => "link",
+            FileState::Hard => "hard",
+            FileState::Touch if touched_dir => "directory",
+            FileState::Touch => "file",
+        };
+        o.result.insert("state".into(), serde_json::json!(now));
+        if matches!(asked, FileState::Link | FileState::Hard | FileState::Touch) {
+            o.result.insert("dest".into(), serde_json::json!(a.path));
+        }
+    }
+    o
 }
 
 /// The module's `diff` result from the script's DIFF lines: path, the state found when it is
@@ -449,14 +500,13 @@ fn times_function(times: &(Option<Time>, Option<Time>)) -> String {
 
 /// Whether SFTP's lstat shows the path already as the step wants it (the common re-run case),
 /// so no script needs to run. Anything it cannot tell goes to the script.
-async fn already_there(cx: &StepCtx<'_>, a: &FileArgs, state: FileState, mode: Option<u32>) -> bool {
+fn already_there(a: &FileArgs, state: FileState, mode: Option<u32>, info: Option<&crate::transport::PathInfo>) -> bool {
     use crate::transport::PathKind;
-    let Some(Ok(info)) = cx.conn.lstat(&a.path).await else { return false };
     let mode_ok = |i: &crate::transport::PathInfo| mode.is_none_or(|m| i.mode == m);
     match (state, info) {
         (FileState::Absent, None) => true,
-        (FileState::Directory, Some(i)) => i.kind == PathKind::Directory && mode_ok(&i),
-        (FileState::Touch | FileState::File, Some(i)) => i.kind == PathKind::File && mode_ok(&i),
+        (FileState::Directory, Some(i)) => i.kind == PathKind::Directory && mode_ok(i),
+        (FileState::Touch | FileState::File, Some(i)) => i.kind == PathKind::File && mode_ok(i),
         (FileState::Link, Some(i)) => i.kind == PathKind::Link && i.link.as_deref() == a.src.as_deref(),
         _ => false,
     }

@@ -235,6 +235,22 @@ impl HostConnection {
 }
 
 impl HostConnection {
+    /// A new directory made over SFTP where `lstat` may use SFTP and no become is asked (the
+    /// directory is the login user's, as a script's `mkdir` would make it); `None`: a script
+    /// makes it. `Some(Ok(Some(true)))`: its mode had to be set after `mkdir`; `Some(Ok(None))`:
+    /// its parent is missing.
+    pub async fn mkdir(&self, path: &str, mode: Option<u32>) -> Option<Result<Option<bool>, TransportError>> {
+        if self.spec.r#become.is_some() {
+            return None;
+        }
+        match &self.conn {
+            Connection::Ssh(c) => Some(c.mkdir(path, mode).await),
+            Connection::Local(_) => None,
+        }
+    }
+}
+
+impl HostConnection {
     /// The sha1 of a file read over SFTP in chunks, where `lstat` may use SFTP; `None`: ask a
     /// script.
     pub async fn sha1_sftp(&self, path: &str, chunk: usize) -> Option<Result<String, TransportError>> {

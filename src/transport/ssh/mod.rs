@@ -233,30 +233,35 @@ impl SshConnection {
             s => s,
         };
         let again = source.clone();
-        match upload::prepare(&self.name, source, dest, mode, owner).await? {
-            Upload::Inline { script, digest } => {
-                let out = match via {
-                    None => self.exec(&script, StdinSource::None, timeout).await?,
-                    Some(sudo) => self.in_shell(Some(sudo), &script, timeout).await?,
-                };
-                upload::written(&self.name, dest, &out)?;
-                Ok(digest)
-            }
+        // A login user's own file goes over SFTP whatever its size: a new one then costs the
+        // host no process at all, where the script way costs a `mv` (and a fork) even for a few
+        // bytes of text.
+        let sftp = match (via, owner) {
+            (None, None) => self.sftp().await.ok(),
+            _ => None,
+        };
+        match upload::prepare(&self.name, source, dest, mode, owner, sftp.is_none()).await? {
+            Upload::Inline { script, digest } => self.put_inline(&script, digest, dest, timeout, via).await,
             Upload::Stream { mut script, mut stream } => {
-                let _slot = upload::stream_slot().await;
-                if via.is_none()
-                    && owner.is_none()
-                    && let Ok(sftp) = self.sftp().await
-                {
+                // Only large streams queue for a place: a few KiB of text never waits behind
+                // another host's big file.
+                let _slot = match stream.len > upload::SMALL_PUT as u64 {
+                    true => Some(upload::stream_slot().await),
+                    false => None,
+                };
+                if let Some(sftp) = sftp {
                     match self.put_sftp(sftp, dest, mode, stream, timeout).await {
                         Err(SftpPut::NotWritten(e)) => {
                             // SFTP says little of why (ENOSPC and EDQUOT are all "Failure" to
                             // OpenSSH's server): the script's tools name the cause, so the file
                             // goes again that way, from the start.
                             tracing::debug!(host = %self.name, dest, error = %e, "SFTP upload failed; writing by script");
-                            (script, stream) = match upload::prepare(&self.name, again, dest, mode, owner).await? {
+                            (script, stream) = match upload::prepare(&self.name, again, dest, mode, owner, true).await?
+                            {
                                 Upload::Stream { script, stream } => (script, stream),
-                                Upload::Inline { .. } => return Err(e),
+                                Upload::Inline { script, digest } => {
+                                    return self.put_inline(&script, digest, dest, timeout, via).await;
+                                }
                             };
                         }
                         Err(SftpPut::Failed(e)) => return Err(e),
@@ -274,6 +279,23 @@ impl SshConnection {
                 Ok(digest)
             }
         }
+    }
+
+    /// Small text written by a script in one of the connection's shells (`small_put_script`).
+    async fn put_inline(
+        &self,
+        script: &str,
+        digest: String,
+        dest: &str,
+        timeout: Duration,
+        via: Option<&Sudo>,
+    ) -> Result<String, TransportError> {
+        let out = match via {
+            None => self.exec(script, StdinSource::None, timeout).await?,
+            Some(sudo) => self.in_shell(Some(sudo), script, timeout).await?,
+        };
+        upload::written(&self.name, dest, &out)?;
+        Ok(digest)
     }
 
     /// `put` by SFTP (see `upload::write_sftp`), then into place by SFTP's rename (a new file) or
@@ -411,6 +433,33 @@ impl SshConnection {
             gid: md.gid.unwrap_or(u32::MAX),
             link,
         }))
+    }
+
+    /// Makes the directory `path` over SFTP (no remote process): created as `mkdir` makes one
+    /// (0777 less the umask), then given `mode` where that differs. `Ok(Some(true))`: the mode
+    /// had to be set; `Ok(None)`: its parent is missing. Any other error (something in the way,
+    /// no permission) leaves it to a script, which says why.
+    pub async fn mkdir(&self, path: &str, mode: Option<u32>) -> Result<Option<bool>, TransportError> {
+        use russh_sftp::client::error::Error as SftpError;
+        use russh_sftp::protocol::{FileAttributes, StatusCode};
+        let remote = |e: &dyn std::fmt::Display| TransportError::Remote {
+            host: self.name.clone(),
+            reason: format!("{path}: {e}"),
+        };
+        let sftp = self.sftp().await?;
+        match sftp.create_dir(path).await {
+            Ok(()) => {}
+            Err(SftpError::Status(st)) if st.status_code == StatusCode::NoSuchFile => return Ok(None),
+            Err(e) => return Err(remote(&e)),
+        }
+        let Some(m) = mode else { return Ok(Some(false)) };
+        let md = sftp.symlink_metadata(path).await.map_err(|e| remote(&e))?;
+        if md.permissions.unwrap_or(0) & 0o7777 == m {
+            return Ok(Some(false));
+        }
+        let attrs = FileAttributes { permissions: Some(m), ..FileAttributes::empty() };
+        sftp.set_metadata(path, attrs).await.map_err(|e| remote(&e))?;
+        Ok(Some(true))
     }
 
     pub async fn close(&self) {

@@ -53,20 +53,23 @@ fn chunk_size(len: u64) -> usize {
     if len > 16 << 20 { 1 << 20 } else { (256 << 10).min(len.max(1) as usize) }
 }
 
-/// Chooses how `source` travels to `dest` on `host` and writes the script for it.
+/// Chooses how `source` travels to `dest` on `host` and writes the script for it: small text
+/// inside a script only where `inline` (where SFTP cannot write it).
 pub(super) async fn prepare(
     host: &str,
     source: PutSource,
     dest: &str,
     mode: u32,
     owner: Option<&str>,
+    inline: bool,
 ) -> Result<Upload, TransportError> {
     let in_memory = match &source {
         PutSource::Bytes(b) => Some(&b[..]),
         PutSource::Shared(b) => Some(&b[..]),
         _ => None,
     };
-    if let Some(b) = in_memory
+    if inline
+        && let Some(b) = in_memory
         && b.len() <= SMALL_PUT
         && !b.contains(&0)
         && let Ok(text) = std::str::from_utf8(b)
