@@ -49,7 +49,7 @@ pub struct Site {
     /// built once: they are the same for every task, and building them per task was most of the
     /// scheduler's allocations. (Nothing changes a site's variables once it is planned from.)
     layers_cache: Mutex<HashMap<(String, String), Arc<Layers>>>,
-    host_vars_cache: Mutex<HashMap<String, Arc<Vars>>>,
+    host_vars_cache: Arc<HostVarsCache>,
     /// Each host's `group_names`, found once (its groups and all their ancestors).
     group_names_cache: Mutex<HashMap<String, Arc<Vec<String>>>>,
     /// The inventory file every host comes from, where `-i` named one file: Ansible's
@@ -121,7 +121,7 @@ impl Site {
             groups: OnceLock::new(),
             groups_template: OnceLock::new(),
             layers_cache: Mutex::default(),
-            host_vars_cache: Mutex::default(),
+            host_vars_cache: Arc::default(),
             group_names_cache: Mutex::default(),
             inventory_file: None,
         }
@@ -183,9 +183,9 @@ impl Site {
 
     pub fn layers(&self, pb: &Playbook) -> Layers {
         Layers {
-            playbook: pb.vars.clone(),
-            env: self.env.vars.clone(),
-            extra: self.extra.clone(),
+            playbook: Arc::new(pb.vars.clone()),
+            env: Arc::new(self.env.vars.clone()),
+            extra: Arc::new(self.extra.clone()),
             secret_names: self.secret_names.clone(),
         }
     }
@@ -202,7 +202,7 @@ impl Site {
     /// host: plan-time checks use placeholders).
     pub fn context(&self, pb: &Playbook, host: &str, registered: Arc<IndexMap<String, Value>>) -> minijinja::Value {
         let all = Registered::Same(registered.clone());
-        self.context_with(pb, host, &registered, all)
+        self.context_with_magic(pb, host, registered, all, None)
     }
 
     /// `context` with the play's magic variables (the plan's checks).
@@ -214,7 +214,7 @@ impl Site {
         magic: &crate::template::Magic,
     ) -> minijinja::Value {
         let all = Registered::Same(registered.clone());
-        self.context_with_magic(pb, host, &registered, all, Some(magic))
+        self.context_with_magic(pb, host, registered, all, Some(magic))
     }
 
     /// The context of `host` during a run: `own` are its task-level variables (play and step
@@ -227,7 +227,7 @@ impl Site {
         own: &IndexMap<String, Value>,
         all: Registered,
     ) -> minijinja::Value {
-        self.context_with_magic(pb, host, own, all, None)
+        self.context_with_magic(pb, host, Arc::new(own.clone()), all, None)
     }
 
     /// `context_with` and the play's magic variables (`run::play_magic`).
@@ -235,7 +235,7 @@ impl Site {
         &self,
         pb: &Playbook,
         host: &str,
-        own: &IndexMap<String, Value>,
+        own: Arc<IndexMap<String, Value>>,
         all: Registered,
         magic: Option<&crate::template::Magic>,
     ) -> minijinja::Value {
@@ -243,17 +243,23 @@ impl Site {
             let mut cache = self.layers_cache.lock().unwrap_or_else(|e| e.into_inner());
             cache.entry((pb.name.clone(), pb.source.name.clone())).or_insert_with(|| Arc::new(self.layers(pb))).clone()
         };
-        let inv_vars = {
-            let mut cache = self.host_vars_cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.entry(host.to_string()).or_insert_with(|| Arc::new(self.inventory.template_vars(host))).clone()
-        };
-        let mut vars = layers.for_host(&inv_vars, Some(own));
+        let inv_vars = self.host_vars_cache.get(&self.inventory, host);
+        let mut vars = layers.for_host_layers(inv_vars, Some(own));
         if let Some(f) = &self.inventory_file {
-            vars.entry("inventory_file".into()).or_insert_with(|| f.display().to_string().into());
+            // Under every other layer: only where nothing else names them.
             let dir = f.parent().map(|d| d.display().to_string()).unwrap_or_default();
-            vars.entry("inventory_dir".into()).or_insert_with(|| dir.into());
+            let names = Vars::from([
+                ("inventory_file".to_string(), Value::from(f.display().to_string())),
+                ("inventory_dir".to_string(), Value::from(dir)),
+            ]);
+            vars = vars.over(Arc::new(names));
         }
-        let lookup = Arc::new(SiteLookup { inventory: self.inventory.clone(), layers, registered: all });
+        let lookup = Arc::new(SiteLookup {
+            inventory: self.inventory.clone(),
+            layers,
+            registered: all,
+            host_vars: self.host_vars_cache.clone(),
+        });
         let groups = self.groups_template.get_or_init(|| crate::template::to_value(self.groups_value())).clone();
         let group_names = {
             let mut cache = self.group_names_cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -335,11 +341,23 @@ impl HostResults {
     }
 }
 
+/// Each host's inventory variables, built once a run (they are the same for every task).
+#[derive(Debug, Default)]
+struct HostVarsCache(Mutex<HashMap<String, Arc<Vars>>>);
+
+impl HostVarsCache {
+    fn get(&self, inventory: &Inventory, host: &str) -> Arc<Vars> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        cache.entry(host.to_string()).or_insert_with(|| Arc::new(inventory.template_vars(host))).clone()
+    }
+}
+
 #[derive(Debug)]
 struct SiteLookup {
     inventory: Arc<Inventory>,
     layers: Arc<Layers>,
     registered: Registered,
+    host_vars: Arc<HostVarsCache>,
 }
 
 impl HostVarLookup for SiteLookup {
@@ -352,22 +370,18 @@ impl HostVarLookup for SiteLookup {
         self.inventory.evaluate(&parts).unwrap_or_default()
     }
 
-    fn vars_of(&self, host: &str) -> Option<Value> {
+    fn vars_of(&self, host: &str) -> Option<crate::vars::VarLayers> {
         // Ansible's implicit localhost is always there for hostvars, as it makes it on demand.
         if !self.inventory.hosts.contains_key(host) && !crate::inventory::is_implicit_localhost(host) {
             return None;
         }
-        let empty = IndexMap::new();
-        let reg: &IndexMap<String, Value> = match &self.registered {
-            Registered::Same(r) => r,
-            Registered::PerHost(m) => m.get(host).map(|a| a.as_ref()).unwrap_or(&empty),
+        let reg = match &self.registered {
+            Registered::Same(r) => Some(r.clone()),
+            Registered::PerHost(m) => m.get(host).cloned(),
         };
-        let vars = self.layers.for_host(&self.inventory.template_vars(host), Some(reg));
+        let inv = self.host_vars.get(&self.inventory, host);
         // A play's per-host vars_files are not among another host's variables, as in Ansible.
-        let vf = crate::steps::include_vars::VARS_FILES;
-        let mut map: serde_json::Map<String, Value> = vars.into_iter().filter(|(k, _)| k != vf).collect();
-        map.insert("inventory_hostname".into(), Value::from(host));
-        Some(Value::Object(map))
+        Some(self.layers.for_host_layers(inv, reg).hiding(crate::steps::include_vars::VARS_FILES))
     }
 }
 

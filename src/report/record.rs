@@ -4,7 +4,7 @@
 //! only its owner may read it (directories 0700, files 0600): command output can hold what no
 //! redactor knew to be secret.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -22,7 +22,12 @@ pub struct RunRecord {
     events: File,
     /// The hosts whose log this run has made.
     logs: HashSet<String>,
+    /// Logs kept open between tasks (opening a log for every task of every host was a tenth of
+    /// the controller's CPU on a re-run), up to `OPEN_LOGS`; others are opened for each write.
+    open: HashMap<String, File>,
 }
+
+const OPEN_LOGS: usize = 256;
 
 impl RunRecord {
     pub fn create(root: &Path, id: &str) -> std::io::Result<RunRecord> {
@@ -33,7 +38,7 @@ impl RunRecord {
             fs::set_permissions(d, fs::Permissions::from_mode(0o700))?;
         }
         let events = private_file(&dir.join("events.jsonl"), false)?;
-        Ok(RunRecord { dir, root: root.to_path_buf(), events, logs: HashSet::new() })
+        Ok(RunRecord { dir, root: root.to_path_buf(), events, logs: HashSet::new(), open: HashMap::new() })
     }
 
     pub fn event(&mut self, line: &str) {
@@ -51,10 +56,10 @@ impl RunRecord {
             host.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
         let path = self.dir.join("hosts").join(format!("{safe}.log"));
         // Made private the first time; appended to after that (a task at a time, every host).
-        let opened = if self.logs.insert(safe) {
-            private_file(&path, true)
-        } else {
-            OpenOptions::new().append(true).open(&path)
+        let opened = match self.open.remove(&safe) {
+            Some(f) => Ok(f),
+            None if self.logs.insert(safe.clone()) => private_file(&path, true),
+            None => OpenOptions::new().append(true).open(&path),
         };
         let Ok(mut f) = opened else {
             return;
@@ -80,6 +85,9 @@ impl RunRecord {
             let _ = writeln!(text, "--- diff\n{d}");
         }
         let _ = f.write_all(text.as_bytes());
+        if self.open.len() < OPEN_LOGS {
+            self.open.insert(safe, f);
+        }
     }
 
     /// Writes the hosts to retry; an empty file when there are none.

@@ -90,6 +90,11 @@ fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, S
 
 impl Job {
     fn context(&self, own: &IndexMap<String, Value>) -> minijinja::Value {
+        self.context_of(Arc::new(own.clone()))
+    }
+
+    /// `context` of variables already shared (the task's own, read by every rendering).
+    fn context_of(&self, own: Arc<IndexMap<String, Value>>) -> minijinja::Value {
         let t = &self.plan.graph[self.node];
         let pb = &self.plan.playbooks[t.playbook];
         let host = t.host.as_deref().unwrap_or("");
@@ -138,7 +143,8 @@ impl Job {
         let run_tags = if self.run_tags.is_empty() { vec!["all".to_string()] } else { self.run_tags.clone() };
         own.entry("ansible_run_tags".into()).or_insert(json!(run_tags));
         own.entry("ansible_skip_tags".into()).or_insert(json!(self.skip_tags));
-        let ctx = self.context(&own);
+        let own = Arc::new(own);
+        let ctx = self.context_of(own.clone());
         let templates = &self.site.templates;
         let whens: Vec<&Condition> = [&play.when, &step.def.when].into_iter().flatten().collect();
         let when_holds = |c: &minijinja::Value| -> Result<bool, String> {
@@ -170,7 +176,7 @@ impl Job {
         let index_var = lc.and_then(|l| l.index_var.as_deref());
         let extended = lc.is_some_and(|l| l.extended);
         let item_vars = |all: &[Value], index: usize, learned: &serde_json::Map<String, Value>| {
-            let mut o2 = own.clone();
+            let mut o2 = (*own).clone();
             o2.extend(learned.iter().map(|(k, v)| (k.clone(), v.clone())));
             o2.insert(var.into(), all[index].clone());
             o2.insert("ansible_loop_var".into(), json!(var));
@@ -455,7 +461,7 @@ impl Job {
                 return o;
             }
             // The result, bound to its register name, decides changed_when/failed_when/until.
-            let mut with_result = own.clone();
+            let mut with_result = (*own).clone();
             with_result.insert(result_name.clone(), o.registered());
             let rctx = self.context(&with_result);
             if let Some(c) = &step.def.failed_when {

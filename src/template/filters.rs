@@ -34,14 +34,32 @@ fn unique_of(list: Vec<Value>) -> Vec<Value> {
     out
 }
 
+/// Compiled patterns of the regex filters, kept for the run: a playbook's `require:` or a loop
+/// applies the same few patterns for every host and item, and compiling one costs more than
+/// most renderings (the peers benchmark compiled ~10 per host). Bounded: a run rendering more
+/// distinct patterns than this starts over.
+type Compiled = std::collections::HashMap<(String, bool, bool), regex::Regex>;
+static COMPILED: std::sync::LazyLock<std::sync::Mutex<Compiled>> = std::sync::LazyLock::new(Default::default);
+const COMPILED_MAX: usize = 256;
+
 fn regex(pattern: &str, kw: &Kwargs) -> Result<regex::Regex, Error> {
     let ignorecase: Option<bool> = kw.get("ignorecase")?;
     let multiline: Option<bool> = kw.get("multiline")?;
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(ignorecase.unwrap_or(false))
-        .multi_line(multiline.unwrap_or(false))
+    let key = (pattern.to_string(), ignorecase.unwrap_or(false), multiline.unwrap_or(false));
+    if let Some(re) = COMPILED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(re.clone());
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(key.1)
+        .multi_line(key.2)
         .build()
-        .map_err(|e| bad(format!("bad regular expression {pattern:?}: {e}")))
+        .map_err(|e| bad(format!("bad regular expression {pattern:?}: {e}")))?;
+    let mut cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= COMPILED_MAX {
+        cache.clear();
+    }
+    cache.insert(key, re.clone());
+    Ok(re)
 }
 
 /// A replacement in Python's `re.sub` syntax as the regex crate's: `\1` and `\g<name>` are

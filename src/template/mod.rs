@@ -34,7 +34,8 @@ static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 /// Looks up the variables of any host, for `hostvars[...]`.
 pub trait HostVarLookup: Send + Sync + std::fmt::Debug {
     fn host_names(&self) -> Vec<String>;
-    fn vars_of(&self, host: &str) -> Option<serde_json::Value>;
+    /// A host's variables (`inventory_hostname` is set over them by the caller).
+    fn vars_of(&self, host: &str) -> Option<crate::vars::VarLayers>;
     /// The inventory's hosts a host pattern selects (no `--limit`), for the inventory_hostnames
     /// lookup; none where the pattern matches nothing.
     fn pattern_hosts(&self, _patterns: &[String]) -> Vec<String> {
@@ -57,12 +58,14 @@ impl Object for HostVars {
     }
 
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
-        let serde_json::Value::Object(vars) = self.lookup.vars_of(key.as_str()?)? else { return None };
-        let vars: crate::inventory::Vars = vars.into_iter().collect();
+        let host = key.as_str()?;
+        let vars = self.lookup.vars_of(host)?;
         let mut globals = BTreeMap::new();
         globals.insert("groups".to_string(), self.groups.clone());
         globals.insert("hostvars".to_string(), Value::from_dyn_object(self.clone()));
-        Some(Value::from_object(LazyVars::new(self.env.clone(), vars, Some(Value::from(globals)), self.reads.clone())))
+        let mut ctx = LazyVars::new(self.env.clone(), vars, Some(Value::from(globals)), self.reads.clone());
+        ctx.ready.insert("inventory_hostname".into(), Value::from(host));
+        Some(Value::from_object(ctx))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -252,7 +255,7 @@ impl Templates {
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
     pub fn context(&self, vars: &crate::inventory::Vars) -> Value {
         let reads = Arc::new(SecretReads::new(self.secret_names.clone()));
-        Value::from_object(LazyVars::new(self.env.clone(), vars.clone(), None, reads))
+        Value::from_object(LazyVars::new(self.env.clone(), crate::vars::VarLayers::one(vars.clone()), None, reads))
     }
 
     /// Evaluates a bare expression (`when:`, `until:`, `changed_when:`), Ansible-style.
@@ -306,14 +309,14 @@ pub fn host_context(
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
 ) -> Value {
-    host_context_with(templates, host, vars, groups, group_names, hostvars, None)
+    host_context_with(templates, host, crate::vars::VarLayers::one(vars), groups, group_names, hostvars, None)
 }
 
 /// `host_context` with the play's magic variables.
 pub fn host_context_with(
     templates: &Templates,
     host: &str,
-    vars: crate::inventory::Vars,
+    vars: crate::vars::VarLayers,
     groups: Value,
     group_names: &[String],
     hostvars: Arc<dyn HostVarLookup>,
@@ -1200,7 +1203,7 @@ struct LazyVars {
     ready: BTreeMap<String, Value>,
     /// The variables as loaded, converted when first read: a context is made per host and task,
     /// and converting a large env.yaml whole each time made planning O(hosts x tasks x settings).
-    raw: crate::inventory::Vars,
+    raw: crate::vars::VarLayers,
     /// Names this context does not hold itself (`groups`, `hostvars` for another host's vars).
     fallback: Option<Value>,
     /// Variables converted or rendered as they were read, with the secrets each read.
@@ -1210,15 +1213,15 @@ struct LazyVars {
 
 impl std::fmt::Debug for LazyVars {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyVars").field("ready", &self.ready.keys()).field("raw", &self.raw.keys()).finish()
+        f.debug_struct("LazyVars").field("ready", &self.ready.keys()).field("raw", &self.raw.names()).finish()
     }
 }
 
 impl LazyVars {
-    /// Takes the merged variables whole: built per task, they are moved here, not copied again.
+    /// Takes the variables' layers (shared, never copied per task).
     fn new(
         env: Arc<Environment<'static>>,
-        vars: crate::inventory::Vars,
+        vars: crate::vars::VarLayers,
         fallback: Option<Value>,
         reads: Arc<SecretReads>,
     ) -> LazyVars {
@@ -1305,7 +1308,8 @@ impl Object for LazyVars {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        let mut keys: Vec<Value> = self.ready.keys().chain(self.raw.keys()).map(|k| Value::from(k.as_str())).collect();
+        let mut keys: Vec<Value> =
+            self.ready.keys().map(String::as_str).chain(self.raw.names()).map(Value::from).collect();
         keys.sort();
         keys.dedup();
         Enumerator::Values(keys)
@@ -1906,7 +1910,7 @@ mod tests {
         fn host_names(&self) -> Vec<String> {
             vec![]
         }
-        fn vars_of(&self, _: &str) -> Option<serde_json::Value> {
+        fn vars_of(&self, _: &str) -> Option<crate::vars::VarLayers> {
             None
         }
     }
@@ -2008,9 +2012,9 @@ mod tests {
         fn host_names(&self) -> Vec<String> {
             vec!["h1".into(), "h2".into()]
         }
-        fn vars_of(&self, host: &str) -> Option<serde_json::Value> {
-            Some(serde_json::json!({"node_token": format!("tok-{host}"), "inventory_hostname": host,
-                                    "peer": "{{ node_token }}@{{ inventory_hostname }}"}))
+        fn vars_of(&self, host: &str) -> Option<crate::vars::VarLayers> {
+            let v = serde_json::json!({"node_token": format!("tok-{host}"), "peer": "{{ node_token }}@{{ inventory_hostname }}"});
+            Some(crate::vars::VarLayers::one(serde_json::from_value(v).ok()?))
         }
     }
 

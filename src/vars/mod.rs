@@ -7,6 +7,7 @@
 pub mod secret;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -162,34 +163,99 @@ fn merge_mapping(out: &mut Vars, v: Value, what: &str) -> Result<()> {
     }
 }
 
-/// The layers a host's variables come from; `for_host` applies the precedence.
+/// The layers a host's variables come from; `for_host` applies the precedence. Shared, not
+/// copied, by every context that reads them (`for_host_layers`).
 #[derive(Debug, Clone, Default)]
 pub struct Layers {
-    pub playbook: Vars,
-    pub env: Vars,
-    pub extra: Vars,
+    pub playbook: Arc<Vars>,
+    pub env: Arc<Vars>,
+    pub extra: Arc<Vars>,
     pub secret_names: SecretNames,
 }
 
 impl Layers {
     /// Variables that do not depend on a host (for `hosts:` of a play, for instance).
     pub fn global(&self) -> Vars {
-        let mut out = self.playbook.clone();
-        out.extend(self.env.clone());
-        out.extend(self.extra.clone());
+        let mut out = (*self.playbook).clone();
+        out.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         out
     }
 
     /// A host's full variables: playbook < env < inventory (all < groups < group_vars/ files <
     /// host < host_vars/ files, merged by `Inventory::host_vars`) < registered < extra.
     pub fn for_host(&self, inventory_vars: &Vars, registered: Option<&IndexMap<String, Value>>) -> Vars {
-        let mut out = self.playbook.clone();
+        let mut out = (*self.playbook).clone();
         out.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         out.extend(inventory_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(r) = registered {
             out.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         out.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out
+    }
+
+    /// `for_host` without a copy: the same layers, read highest first. A task's context is made
+    /// per host and task, and copying every variable into it was most of the controller's work
+    /// (`hostvars[h]` made another copy for each host it named: O(hosts²) a run for a loop over
+    /// `groups['cluster']`).
+    pub fn for_host_layers(&self, inventory_vars: Arc<Vars>, registered: Option<Arc<Vars>>) -> VarLayers {
+        let mut layers = vec![self.extra.clone()];
+        layers.extend(registered);
+        layers.extend([inventory_vars, self.env.clone(), self.playbook.clone()]);
+        VarLayers { layers, hidden: None }
+    }
+}
+
+/// Variables in layers, highest precedence first: a name is the first layer's that holds it.
+#[derive(Debug, Clone, Default)]
+pub struct VarLayers {
+    layers: Vec<Arc<Vars>>,
+    /// A name no layer gives (a play's per-host vars_files, which other hosts do not see).
+    hidden: Option<&'static str>,
+}
+
+impl VarLayers {
+    pub fn one(vars: Vars) -> VarLayers {
+        VarLayers { layers: vec![Arc::new(vars)], hidden: None }
+    }
+
+    /// `self` under a lowest layer of its own.
+    pub fn over(mut self, lowest: Arc<Vars>) -> VarLayers {
+        self.layers.push(lowest);
+        self
+    }
+
+    /// `self` without `name`.
+    pub fn hiding(mut self, name: &'static str) -> VarLayers {
+        self.hidden = Some(name);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        if self.hidden == Some(name) {
+            return None;
+        }
+        self.layers.iter().find_map(|l| l.get(name))
+    }
+
+    /// Every name, once each (in no particular order).
+    pub fn names(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.layers
+            .iter()
+            .flat_map(|l| l.keys())
+            .map(String::as_str)
+            .filter(|k| self.hidden != Some(*k) && seen.insert(*k))
+            .collect()
+    }
+
+    /// The variables merged into one mapping, in `for_host`'s order.
+    pub fn merged(&self) -> Vars {
+        let mut out = Vars::new();
+        for l in self.layers.iter().rev() {
+            out.extend(l.iter().filter(|(k, _)| self.hidden != Some(k.as_str())).map(|(k, v)| (k.clone(), v.clone())));
+        }
         out
     }
 }
@@ -202,18 +268,28 @@ mod tests {
     #[test]
     fn precedence_playbook_env_inventory_registered_extra() {
         let mut l = Layers::default();
-        l.playbook.insert("a".into(), json!("playbook"));
-        l.playbook.insert("b".into(), json!("playbook"));
-        l.env.insert("b".into(), json!("env"));
-        l.env.insert("c".into(), json!("env"));
+        Arc::make_mut(&mut l.playbook).insert("a".into(), json!("playbook"));
+        Arc::make_mut(&mut l.playbook).insert("b".into(), json!("playbook"));
+        Arc::make_mut(&mut l.env).insert("b".into(), json!("env"));
+        Arc::make_mut(&mut l.env).insert("c".into(), json!("env"));
         let mut inv = Vars::new();
         inv.insert("c".into(), json!("inventory"));
         inv.insert("d".into(), json!("inventory"));
         let mut reg = IndexMap::new();
         reg.insert("d".to_string(), json!("registered"));
         reg.insert("e".to_string(), json!("registered"));
-        l.extra.insert("e".into(), json!("extra"));
+        Arc::make_mut(&mut l.extra).insert("e".into(), json!("extra"));
         let v = l.for_host(&inv, Some(&reg));
+        // The same names and values read from the layers, unmerged.
+        let layered = l.for_host_layers(Arc::new(inv.clone()), Some(Arc::new(reg.clone())));
+        assert_eq!(layered.merged(), v);
+        for k in ["a", "b", "c", "d", "e"] {
+            assert_eq!(layered.get(k), v.get(k), "{k}");
+        }
+        assert_eq!(layered.clone().hiding("d").get("d"), None);
+        let mut names = layered.names();
+        names.sort();
+        assert_eq!(names, ["a", "b", "c", "d", "e"]);
         assert_eq!(
             Value::Object(v.into_iter().collect()),
             json!({"a": "playbook", "b": "env", "c": "inventory", "d": "registered", "e": "extra"})
