@@ -92,6 +92,14 @@ fn node_setup_ends_as_ansible_leaves_it() {
 }
 
 /// copy with remote_src, into directories ending in '/', and a missing source.
+/// A role's template including and importing the role's other templates (where the playbook
+/// has a file of the same name), a template file an earlier task wrote on the bastion named by
+/// a variable, and a template failing in a block with a rescue.
+#[test]
+fn templates_built_of_others_and_written_during_the_run_end_as_ansible_leaves_them() {
+    same_as_ansible("templates-included.yml");
+}
+
 #[test]
 fn copies_on_the_host_and_into_directories_end_as_ansible_leaves_them() {
     same_as_ansible("copies.yml");

@@ -356,6 +356,14 @@ fn from_run_values(t: &Templates, text: &str, expr: bool, ctx: &minijinja::Value
     names.iter().all(|n| t.eval(&format!("{n} is defined"), ctx).is_ok_and(|v| v.is_true()))
 }
 
+/// Whether an Ansible step is in the `block` part of a block that has a `rescue`.
+fn rescued(pb: &Playbook, step: &Step) -> bool {
+    use crate::playbook::Part;
+    step.blocks.iter().filter(|b| b.part == Part::Block).any(|b| {
+        pb.plays.iter().flat_map(|p| &p.steps).any(|s| s.blocks.iter().any(|o| o.id == b.id && o.part == Part::Rescue))
+    })
+}
+
 fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijinja::Value, known: Known) -> Result<()> {
     let t = &site.templates;
     let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
@@ -395,7 +403,7 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     // An Ansible task that may fail (ignore_errors, failed_when) fails when it runs on an
     // undefined variable in its arguments, as Ansible's does, and the play goes on: not a
     // problem of the playbook to refuse.
-    let tolerant = step.def.ansible && (step.def.ignore_errors || step.def.failed_when.is_some());
+    let tolerant = step.def.ansible && (step.def.ignore_errors || step.def.failed_when.is_some() || rescued(pb, step));
     match &step.action {
         Action::Assert(a) => {
             for e in a.that.to_vec() {
@@ -426,7 +434,16 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     }
     if let Action::Template(a) = &step.action {
         let src = t.render_str(&a.src, ctx).map_err(|e| fail(&a.src, e))?;
-        let Some(text) = t.source(&src) else {
+        // An Ansible task's file named by a variable may be one an earlier task makes (a
+        // template written on the bastion): Ansible looks for it when the task runs, and so
+        // does the run (the task fails there if it is still missing).
+        let made_later =
+            step.def.ansible && crate::template::is_template(&a.src) && std::path::Path::new(&src).is_absolute();
+        let text = match t.source(&src) {
+            None if made_later => return Ok(()),
+            text => text,
+        };
+        let Some(text) = text else {
             return Err(step.source(&pb.source).error_at(
                 step.line,
                 step.column,
@@ -438,6 +455,9 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
         };
         let ctx = crate::steps::template::with_template_vars(ctx, &src, &a.dest);
         match t.render_file(&src, &ctx) {
+            // A block's rescue is there for what its tasks fail at (a template that cannot
+            // render, on purpose): the run fails the task as Ansible does, and the rescue runs.
+            Err(_) if tolerant && rescued(pb, step) => {}
             Err(e)
                 if !inside_registered(&e, &text, known.made) && !from_run_values(t, &text, false, &ctx, known.made) =>
             {

@@ -238,7 +238,23 @@ impl Templates {
         let source = self
             .source(name)
             .ok_or_else(|| minijinja::Error::new(ErrorKind::TemplateNotFound, format!("template {name} not found")))?;
-        render_text(&self.env, name, &source, ctx, o)
+        let dirs = include_dirs(name, ctx);
+        if dirs.is_empty() {
+            return render_text(&self.env, name, &source, ctx, o);
+        }
+        // An environment of its own, loading from this template's directories first: another
+        // template's `{% include 'bar' %}` may name another role's file of the same name.
+        let mut env = (*self.env).clone();
+        env.clear_templates();
+        let fallback = self.override_dir.clone();
+        env.set_loader(move |n| {
+            if n.split('/').any(|c| c == "..") {
+                return Ok(None);
+            }
+            let found = dirs.iter().find_map(|d| std::fs::read_to_string(d.join(n)).ok());
+            Ok(found.or_else(|| load_template(&fallback, n)))
+        });
+        render_text(&env, name, &source, ctx, o)
     }
 
     /// Renders a string when it holds template syntax; plain strings pass through untouched.
@@ -685,6 +701,23 @@ fn run_lookup(
     };
     kw.assert_all_used()?;
     Ok(out)
+}
+
+/// Where an Ansible task's template file finds what it includes or imports (`{% include 'bar'
+/// %}`), as the template action sets Jinja's search path: each of `ansible_search_path` (the
+/// role, the playbook's directory), then the template's own directory, each's `templates/`
+/// first. None outside an Ansible task (native templates load from the site's templates).
+fn include_dirs(name: &str, ctx: &Value) -> Vec<PathBuf> {
+    let Ok(sp) = ctx.get_attr("ansible_search_path") else { return vec![] };
+    let Ok(sp) = sp.try_iter() else { return vec![] };
+    let mut base: Vec<PathBuf> = sp.filter_map(|p| p.as_str().map(PathBuf::from)).collect();
+    if base.is_empty() {
+        return vec![];
+    }
+    if let Some(d) = Path::new(name).parent().filter(|_| Path::new(name).is_absolute()) {
+        base.push(d.to_path_buf());
+    }
+    base.into_iter().flat_map(|p| [p.join("templates"), p]).collect()
 }
 
 /// The task's `ansible_search_path` as a list of directories (none outside an Ansible task).
