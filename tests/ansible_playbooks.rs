@@ -100,6 +100,13 @@ fn templates_built_of_others_and_written_during_the_run_end_as_ansible_leaves_th
     same_as_ansible("templates-included.yml");
 }
 
+/// The command and shell modules' results: chdir, globbed and relative guards, check mode,
+/// `cmd`, and `skipped` only on a skipped result.
+#[test]
+fn command_results_end_as_ansible_leaves_them() {
+    same_as_ansible("commands.yml");
+}
+
 #[test]
 fn copies_on_the_host_and_into_directories_end_as_ansible_leaves_them() {
     same_as_ansible("copies.yml");

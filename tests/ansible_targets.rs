@@ -63,7 +63,7 @@ const TARGETS: &[Target] = &[
     role("loops", true),
     role("stat", true),
     role("copy", false),
-    role("command_shell", false),
+    role("command_shell", true),
     plays(
         "blocks",
         &[
@@ -125,7 +125,7 @@ const TARGETS: &[Target] = &[
 ];
 
 /// The targets CI runs.
-const SMOKE: &[&str] = &["replace", "stat"];
+const SMOKE: &[&str] = &["replace", "stat", "command_shell"];
 
 const KEYS: [&str; 6] = ["ok", "changed", "failed", "skipped", "ignored", "rescued"];
 
@@ -170,7 +170,10 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
     });
     if names.is_empty() {
         let host = &site.lab().hosts[0].name;
-        site.edit("inventory.ini", |c| format!("{c}\n[testhost]\n{host}\n"));
+        // As ansible-test's inventory names it (targets run `{{ ansible_python_interpreter }}`).
+        site.edit("inventory.ini", |c| {
+            format!("{c}\n[testhost]\n{host} ansible_python_interpreter=/usr/bin/python3\n")
+        });
     } else {
         site.edit("inventory.ini", |c| {
             let mut c = c;

@@ -407,6 +407,7 @@ impl Engine {
                     matches!(s.action, crate::playbook::Action::Command(_) | crate::playbook::Action::Shell(_))
                         && s.def.changed_when.is_none()
                         && !o.result.contains_key("timedout")
+                        && !crate::steps::ran_nothing(o)
                 });
             self.count_as(&host, if changed { Status::Changed } else { Status::Ok }, false, false, 0.0);
         }

@@ -473,8 +473,9 @@ impl Job {
                         }
                     }
                     Ok(false) if o.status == Status::Failed => {
-                        // Not a failure by the step's own rule: the rc stays in the result.
-                        o.status = Status::Changed;
+                        // Not a failure by the step's own rule: the rc stays in the result, and
+                        // what ran counts as a change (a command that ran nothing does not).
+                        o.status = if crate::steps::ran_nothing(&o) { Status::Ok } else { Status::Changed };
                         o.msg.clear();
                     }
                     Ok(false) => {}

@@ -73,11 +73,14 @@ impl Kind for CommandArgs {
                     format!("if [ \"${{{name}+x}}\" = x ]; then __copctl_x{i}=${name}; else __copctl_x{i}={}; fi; ", shell_quote(raw))
                 })
                 .collect();
-            format!("{prelude}exec {}", words.join(" "))
+            format!("{prelude}{}exec {}", found(&words[0]), words.join(" "))
         } else {
-            format!("exec {}", argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))
+            let words: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
+            format!("{}exec {}", found(&words[0]), words.join(" "))
         };
         let mut o = run_line(cx, line, g).await;
+        // The module's `cmd`: the words it ran.
+        o.result.insert("cmd".into(), serde_json::json!(argv));
         if let Some(e) = &g.executable {
             // Ansible's words: command runs no shell, so it has none to change.
             o.warnings.push(format!(
@@ -92,6 +95,39 @@ impl Kind for CommandArgs {
 /// (`expand_argument_vars`, Python's `expandvars` then `expanduser`): `$NAME` and `${NAME}` of
 /// the command's environment (left as written where unset), and a leading `~` or `~user`; the
 /// rest quoted. Each variable read is a `(name, as written)` in `refs`, set before the command.
+/// A check that the program `word` (a shell word) exists before it is run: where it does not,
+/// the module fails as its Python `Popen` does (`no_program`), not with the shell's message.
+fn found(word: &str) -> String {
+    format!(
+        "case {word} in */*) [ -e {word} ] ;; *) command -v -- {word} >/dev/null 2>&1 ;; esac || \
+         {{ printf '{NO_PROGRAM} %s\\n' {word} >&2; exit 2; }}; "
+    )
+}
+
+/// What the script says on stderr, and alone, before the program's name, where the program to
+/// run does not exist.
+const NO_PROGRAM: &str = "__copctl_no_program__";
+
+const NO_PROGRAM_MSG: &str = "Error executing command.";
+
+/// The module's failure where the program does not exist (Python's `FileNotFoundError`): its
+/// words, no output, `rc` the errno.
+fn no_program(out: &crate::transport::ExecOutput) -> Option<Outcome> {
+    let err = std::str::from_utf8(&out.stderr).ok()?;
+    let program = err.strip_prefix(NO_PROGRAM)?.strip_prefix(' ')?.strip_suffix('\n')?;
+    (out.status == Some(2) && out.stdout.is_empty() && !program.contains('\n')).then(|| {
+        // The module's words in the result; the operator is told which program is missing.
+        let mut o = Outcome::failed(format!("{NO_PROGRAM_MSG} ({program}: no such file or directory)"));
+        o.result.insert("msg".into(), serde_json::json!(NO_PROGRAM_MSG));
+        for (k, v) in [("rc", serde_json::json!(2)), ("stdout", "".into()), ("stderr", "".into())] {
+            o.result.insert(k.into(), v);
+        }
+        o.result.insert("stdout_lines".into(), serde_json::json!([]));
+        o.result.insert("stderr_lines".into(), serde_json::json!([]));
+        o
+    })
+}
+
 fn expanded_word(w: &str, refs: &mut Vec<(String, String)>) -> String {
     static VAR: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\$(\w+|\{[^}]*\})").expect("a valid pattern"));
@@ -146,14 +182,37 @@ pub struct Guards {
     pub environment: Vec<(String, String)>,
 }
 
-/// Whether a guard already decides; `Some(outcome)` to report without running.
+/// `pattern` as a shell word that expands as Python's `glob.glob` does (the module's test of
+/// `creates`/`removes`): `*`, `?` and `[...]` left to the shell, everything else quoted.
+fn glob_word(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut literal = String::new();
+    for c in pattern.chars() {
+        if matches!(c, '*' | '?' | '[' | ']') {
+            if !literal.is_empty() {
+                out.push_str(&shell_quote(&std::mem::take(&mut literal)));
+            }
+            out.push(c);
+        } else {
+            literal.push(c);
+        }
+    }
+    if !literal.is_empty() || out.is_empty() {
+        out.push_str(&shell_quote(&literal));
+    }
+    out
+}
+
+/// Whether a guard already decides; `Some(outcome)` to report without running. `creates` and
+/// `removes` are glob patterns, as the module's.
 pub(super) async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome>, Outcome> {
     let mut checks = Vec::new();
+    let any = |p: &str| format!("__copctl_any() {{ for f in {}; do [ -e \"$f\" ] || [ -L \"$f\" ] && return 0; done; return 1; }}", glob_word(p));
     if let Some(p) = &g.creates {
-        checks.push(format!("if [ -e {} ]; then echo creates; exit 0; fi", shell_quote(p)));
+        checks.push(format!("{}; if __copctl_any; then echo creates; exit 0; fi", any(p)));
     }
     if let Some(p) = &g.removes {
-        checks.push(format!("if [ ! -e {} ]; then echo removes; exit 0; fi", shell_quote(p)));
+        checks.push(format!("{}; if ! __copctl_any; then echo removes; exit 0; fi", any(p)));
     }
     if let Some(u) = &g.unless {
         checks.push(format!("if ( {u} ) >/dev/null 2>&1; then echo unless; exit 0; fi"));
@@ -161,10 +220,33 @@ pub(super) async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome
     if checks.is_empty() {
         return Ok(None);
     }
+    // `creates` and `removes` are relative to `chdir`, which the module enters first (where it
+    // cannot, the command's own script fails as the module does).
+    if let Some(d) = &g.chdir {
+        checks.insert(0, format!("cd -P {} 2>/dev/null || {{ echo run; exit 0; }}", shell_quote(d)));
+    }
     let out = cx.sh(&format!("{}\necho run", checks.join("\n")), None).await?;
+    let would = if cx.check { "Would" } else { "Did" };
+    // The module's words and result where a guard decides (`rc` 0, the old `stdout` note).
+    let decided = |msg: String, note: String| {
+        let mut o = Outcome::ok(msg);
+        o.result.insert("rc".into(), serde_json::json!(0));
+        o.result.insert("stdout".into(), serde_json::json!(note));
+        o.result.insert("stdout_lines".into(), serde_json::json!([note]));
+        o
+    };
     Ok(match String::from_utf8_lossy(&out.stdout).trim() {
-        "creates" => Some(Outcome::ok(format!("skipped: {} exists", g.creates.as_deref().unwrap_or("")))),
-        "removes" => Some(Outcome::ok(format!("skipped: {} does not exist", g.removes.as_deref().unwrap_or("")))),
+        "creates" => {
+            let p = g.creates.as_deref().unwrap_or("");
+            Some(decided(format!("{would} not run command since '{p}' exists"), format!("skipped, since {p} exists")))
+        }
+        "removes" => {
+            let p = g.removes.as_deref().unwrap_or("");
+            Some(decided(
+                format!("{would} not run command since '{p}' does not exist"),
+                format!("skipped, since {p} does not exist"),
+            ))
+        }
         "unless" => Some(Outcome::ok("skipped: the unless command succeeded")),
         _ => None,
     })
@@ -176,10 +258,38 @@ fn wrap(g: &Guards, line: &str) -> String {
         s.push_str(&format!("export {k}={}; ", shell_quote(v)));
     }
     if let Some(d) = &g.chdir {
-        s.push_str(&format!("cd {} || exit 1; ", shell_quote(d)));
+        s.push_str(&format!("cd -P {} 2>/dev/null || {{ echo {NO_CHDIR} >&2; exit 1; }}; ", shell_quote(d)));
     }
     s.push_str(line);
     s
+}
+
+/// The module's message where `chdir` cannot be entered: it fails before it runs anything, so
+/// (unlike a command that failed) it reports no change.
+const NO_CHDIR_MSG: &str = "Unable to change directory before execution.";
+
+/// Whether a failed command or shell step failed before it ran anything (`chdir`, a missing
+/// program): the module reports no change then, where a command that ran and failed did.
+pub fn ran_nothing(o: &Outcome) -> bool {
+    [NO_CHDIR_MSG, NO_PROGRAM_MSG].iter().any(|m| o.result.get("msg").and_then(|v| v.as_str()) == Some(m))
+}
+
+/// What the script says on stderr, and alone, where `chdir` could not be entered (the command
+/// never ran).
+const NO_CHDIR: &str = "__copctl_no_chdir__";
+
+/// The command module's failure where `chdir` cannot be entered: nothing ran, no return code.
+fn no_chdir(out: &crate::transport::ExecOutput) -> Option<Outcome> {
+    (out.status == Some(1) && out.stdout.is_empty() && out.stderr == format!("{NO_CHDIR}\n").as_bytes()).then(|| {
+        let mut o = Outcome::failed(NO_CHDIR_MSG);
+        o.result.insert("msg".into(), serde_json::json!(NO_CHDIR_MSG));
+        for (k, v) in [("rc", serde_json::Value::Null), ("stdout", "".into()), ("stderr", "".into())] {
+            o.result.insert(k.into(), v);
+        }
+        o.result.insert("stdout_lines".into(), serde_json::json!([]));
+        o.result.insert("stderr_lines".into(), serde_json::json!([]));
+        o
+    })
 }
 
 /// Runs a command line under the guards (what `command` and `shell` share).
@@ -190,15 +300,33 @@ pub(super) async fn run_line(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outc
         Ok(None) => {}
     }
     if cx.check {
-        let mut o = Outcome::skipped("check mode: the command would run (no guard can tell its outcome)");
+        // The module's partial check mode: with `creates`/`removes` it says the command would
+        // run (changed); with neither it cannot tell, and skips.
+        let mut o = if g.creates.is_some() || g.removes.is_some() {
+            let mut o = Outcome::changed("Command would have run if not in check mode");
+            o.result.insert("rc".into(), serde_json::json!(0));
+            o
+        } else {
+            // Skipped by the module itself: its result says why (a skipped task's has nothing).
+            let mut o = Outcome::skipped("Command would have run if not in check mode");
+            o.result.insert("msg".into(), serde_json::json!(o.msg));
+            o.result.insert("rc".into(), serde_json::json!(0));
+            o
+        };
         o.commands.push(line);
         return o;
     }
     let script = wrap(g, &line);
+    let start = chrono::Local::now();
     let out = match cx.sh(&script, g.stdin.as_ref().map(|s| s.as_bytes())).await {
         Ok(o) => o,
         Err(o) => return o,
     };
+    let end = chrono::Local::now();
+    if let Some(mut o) = no_chdir(&out).or_else(|| no_program(&out)) {
+        o.commands.push(line);
+        return o;
+    }
     let mut o = if out.success() {
         Outcome::changed("")
     } else {
@@ -220,6 +348,14 @@ pub(super) async fn run_line(cx: &StepCtx<'_>, line: String, g: &Guards) -> Outc
         })
     }
     .with_output(&out);
+    // The module's times, as Python prints a datetime and a timedelta.
+    let stamp = |t: chrono::DateTime<chrono::Local>| t.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+    let took = (end - start).num_microseconds().unwrap_or(0).max(0);
+    let (secs, micros) = (took / 1_000_000, took % 1_000_000);
+    let delta = format!("{}:{:02}:{:02}.{micros:06}", secs / 3600, secs / 60 % 60, secs % 60);
+    for (k, v) in [("start", stamp(start)), ("end", stamp(end)), ("delta", delta)] {
+        o.result.insert(k.into(), serde_json::json!(v));
+    }
     if g.keep_empty_ends {
         o.result.insert("stdout".into(), serde_json::json!(String::from_utf8_lossy(&out.stdout)));
         o.result.insert("stderr".into(), serde_json::json!(String::from_utf8_lossy(&out.stderr)));

@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 pub use args::{Flag, Mode, ModeError, Number, OneOrMany, Presence};
-pub use command::Guards;
+pub use command::{Guards, ran_nothing};
 
 use crate::template::Templates;
 use crate::transport::{ExecOutput, ExecRequest, HostConnection, Pool, TransportError};
@@ -331,9 +331,10 @@ impl Outcome {
         let mut m = self.result.clone();
         m.insert("changed".into(), json!(self.status == Status::Changed));
         m.insert("failed".into(), json!(matches!(self.status, Status::Failed | Status::Unreachable)));
-        m.insert("skipped".into(), json!(self.status == Status::Skipped));
-        // A skipped task ran nothing: Ansible registers no message, output or return code.
+        // A skipped task ran nothing: Ansible registers no message, output or return code. Only
+        // a skipped result has `skipped` (`'skipped' in r` is false otherwise, as in Ansible).
         if self.status == Status::Skipped {
+            m.insert("skipped".into(), json!(true));
             return Value::Object(m);
         }
         m.entry("msg").or_insert(json!(self.msg));

@@ -2,10 +2,11 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{ExecOutput, PutSource, TransportError};
 
@@ -36,17 +37,45 @@ impl LocalConnection {
         let writer = tokio::spawn(async move {
             let _ = input.write_all(&data).await;
         });
-        let out = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        // Output is read as it comes and the command is done when its shell exits, not when
+        // its pipes close: a process it started in the background (`daemon &`) keeps them
+        // open, as Ansible's run_command stops reading once the process has exited.
+        let collect = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+            let buf = Arc::new(Mutex::new(Vec::new()));
+            let b = buf.clone();
+            let task = tokio::spawn(async move {
+                let Some(mut pipe) = pipe else { return };
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    b.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n]);
+                }
+            });
+            (buf, task)
+        };
+        let (out_buf, out_task) = collect(child.stdout.take().map(|p| Box::new(p) as _));
+        let (err_buf, err_task) = collect(child.stderr.take().map(|p| Box::new(p) as _));
+        let status = match tokio::time::timeout(timeout, child.wait()).await {
             Ok(r) => r.map_err(local)?,
             Err(_) => return Err(TransportError::Timeout { host: self.name.clone(), after: timeout }),
         };
+        // What the command wrote before it exited is in the pipes: the readers have it at once,
+        // unless a background process holds them open (then what was read is the output).
+        let drained = async {
+            let _ = out_task.await;
+            let _ = err_task.await;
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(200), drained).await;
         let _ = writer.await;
+        let take = |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap_or_else(|e| e.into_inner()));
         use std::os::unix::process::ExitStatusExt;
         Ok(ExecOutput {
-            status: out.status.code().map(|c| c as u32),
-            signal: out.status.signal().map(|s| format!("signal {s}")),
-            stdout: out.stdout,
-            stderr: out.stderr,
+            status: status.code().map(|c| c as u32),
+            signal: status.signal().map(|s| format!("signal {s}")),
+            stdout: take(&out_buf),
+            stderr: take(&err_buf),
         })
     }
 

@@ -491,10 +491,14 @@ pub fn translate(
             if name == "command" && a.bool_literal(&["expand_argument_vars"]).unwrap_or(true) {
                 fields.insert("expand_argument_vars".into(), json!(true));
             }
-            if name == "shell" {
-                // A shell line is the shell's to expand: the module's own expansion (of an
-                // argument list) never applies to it, whatever this says.
-                a.bool_literal(&["expand_argument_vars"]);
+            // The option is the command module's: given to shell, the module's argument check
+            // fails the task (with its words), refused unless the task may fail.
+            let mut unsupported = None;
+            if name == "shell" && a.bool_literal(&["expand_argument_vars"]).is_some() {
+                unsupported = Some((
+                    "Unsupported parameters for (shell) module: expand_argument_vars".to_string(),
+                    "shell: expand_argument_vars is the command module's (a shell expands its own line)".to_string(),
+                ));
             }
             put(&mut fields, "stdin", a.text(&["stdin"]).map(|s| if newline { format!("{s}\n") } else { s }));
             let cmd = a.text(&["cmd"]);
@@ -542,7 +546,7 @@ pub fn translate(
                 return Some(Translated { kind: Some("command"), args: json!(["true"]), fields, fails });
             };
             if name == "shell" {
-                return Some(Translated { kind: Some("shell"), args: line, fields, fails: None });
+                return Some(Translated { kind: Some("shell"), args: line, fields, fails: unsupported });
             }
             // `command` runs no shell: the words are split as Ansible splits them (shlex), each
             // passed as one argument, so `>` or `|` mean themselves as in Ansible (`$HOME` and a

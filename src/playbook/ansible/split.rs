@@ -133,14 +133,112 @@ pub fn parse_kv(text: &str, only: Option<&[&str]>) -> (Vec<(String, String)>, St
             taken.push(w);
         }
     }
-    let mut raw = text.to_string();
-    for w in taken.iter().rev() {
-        if let Some(i) = raw.rfind(w.as_str()) {
-            let start = raw[..i].trim_end_matches([' ', '\t']).len();
-            raw.replace_range(start..i + w.len(), "");
+    // The raw parameters as Ansible's parse_kv recombines them (`join_args` of the words that
+    // are not arguments): lines and spaces kept, a line ending in a lone `\` joined to the next,
+    // the last newline of a `|` block kept.
+    let raw: Vec<String> = ansible_split_args(text)
+        .into_iter()
+        .filter(|w| {
+            let word = w.trim_end_matches('\n');
+            !taken.iter().any(|t| t == word)
+        })
+        .collect();
+    (kv, join_args(&raw))
+}
+
+/// ansible/parsing/splitter.py's `join_args`.
+fn join_args(words: &[String]) -> String {
+    let mut out = String::new();
+    for w in words {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// ansible/parsing/splitter.py's `split_args`, line by line as it works: words split on spaces
+/// (runs of spaces kept on the word before), quotes and Jinja blocks kept together, each line's
+/// newline kept on its last word unless the line ends with a lone `\`.
+fn ansible_split_args(text: &str) -> Vec<String> {
+    fn quote_state(token: &str, mut q: Option<char>) -> Option<char> {
+        let mut prev = None;
+        for c in token.chars() {
+            if (c == '"' || c == '\'') && prev != Some('\\') {
+                match q {
+                    Some(open) if open == c => q = None,
+                    Some(_) => {}
+                    None => q = Some(c),
+                }
+            }
+            prev = Some(c);
+        }
+        q
+    }
+    fn depth(token: &str, cur: usize, open: &str, close: &str) -> usize {
+        let (o, c) = (token.matches(open).count(), token.matches(close).count());
+        if o == c { cur } else { (cur as isize + o as isize - c as isize).max(0) as usize }
+    }
+    let mut params: Vec<String> = Vec::new();
+    let (mut quote, mut print, mut block, mut comment) = (None, 0usize, 0usize, 0usize);
+    let items: Vec<&str> = text.split('\n').collect();
+    for (n, item) in items.iter().enumerate() {
+        let mut continued = false;
+        for (idx, token) in item.split(' ').enumerate() {
+            if token.is_empty() && idx != 0 {
+                match params.last_mut() {
+                    Some(p) => p.push(' '),
+                    None => params.push(" ".into()),
+                }
+                continue;
+            }
+            let inside_before = quote.is_some();
+            if token == "\\" && !inside_before {
+                continued = true;
+                continue;
+            }
+            quote = quote_state(token, quote);
+            let inside = quote.is_some();
+            let mut appended = false;
+            let in_jinja = print > 0 || block > 0 || comment > 0;
+            if inside && !inside_before && !in_jinja {
+                params.push(token.to_string());
+                appended = true;
+            } else if in_jinja || inside || inside_before {
+                let last = params.last_mut();
+                match last {
+                    Some(p) if idx == 0 && inside_before => p.push_str(token),
+                    Some(p) => {
+                        if idx > 0 {
+                            p.push(' ');
+                        }
+                        p.push_str(token);
+                    }
+                    None => params.push(token.to_string()),
+                }
+                appended = true;
+            }
+            for (d, open, close) in [(&mut print, "{{", "}}"), (&mut block, "{%", "%}"), (&mut comment, "{#", "#}")] {
+                let before = *d;
+                *d = depth(token, *d, open, close);
+                if *d != before && !appended {
+                    params.push(token.to_string());
+                    appended = true;
+                }
+            }
+            if print == 0 && block == 0 && comment == 0 && quote.is_none() && !appended && !token.is_empty() {
+                params.push(token.to_string());
+            }
+        }
+        if items.len() > 1 && n != items.len() - 1 && !continued {
+            match params.last_mut() {
+                Some(p) => p.push('\n'),
+                None => params.push("\n".into()),
+            }
         }
     }
-    (kv, raw.trim().to_string())
+    params
 }
 
 #[cfg(test)]
@@ -163,5 +261,21 @@ mod tests {
         assert_eq!(kv[2], ("x".into(), "\\q".into()));
         let (kv, raw) = parse_kv("set -e\necho  'a  b'\nmake creates=/x\n", Some(&["creates"]));
         assert_eq!((kv.len(), raw.as_str()), (1, "set -e\necho  'a  b'\nmake"));
+    }
+
+    /// The raw parameters as ansible-core 2.19's parse_kv(check_raw=True) gives them (each
+    /// expected value printed by it).
+    #[test]
+    fn raw_parameters_are_recombined_as_ansibles() {
+        let raw = |t: &str| parse_kv(t, Some(&["creates", "chdir"])).1;
+        assert_eq!(
+            raw(
+                "echo this is a \\\n\"multiline echo\" \\\n\"with a new line\nin quotes\" \\\n| cat\necho \"this is a second line\"\n"
+            ),
+            "echo this is a \"multiline echo\" \"with a new line\nin quotes\" | cat\necho \"this is a second line\"\n"
+        );
+        assert_eq!(raw("echo one \\\n  two\n"), "echo one  two\n");
+        assert_eq!(raw("  lead  two   spaces\n\tx\n"), "  lead  two   spaces\n\tx\n");
+        assert_eq!(raw("cmd {{ a | default('x y') }}  creates=/x\nnext\n"), "cmd {{ a | default('x y') }}  next\n");
     }
 }
