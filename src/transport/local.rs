@@ -63,11 +63,17 @@ impl LocalConnection {
         };
         // What the command wrote before it exited is in the pipes: the readers have it at once,
         // unless a background process holds them open (then what was read is the output).
+        let (out_abort, err_abort) = (out_task.abort_handle(), err_task.abort_handle());
         let drained = async {
             let _ = out_task.await;
             let _ = err_task.await;
         };
-        let _ = tokio::time::timeout(Duration::from_millis(200), drained).await;
+        if tokio::time::timeout(Duration::from_millis(200), drained).await.is_err() {
+            // The pipes are closed here, as Ansible's Popen closes them: a background process
+            // writing on is told so (EPIPE), and nothing it writes piles up in copctl.
+            out_abort.abort();
+            err_abort.abort();
+        }
         let _ = writer.await;
         let take = |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap_or_else(|e| e.into_inner()));
         use std::os::unix::process::ExitStatusExt;
