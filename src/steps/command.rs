@@ -91,10 +91,6 @@ impl Kind for CommandArgs {
     }
 }
 
-/// One argument as the host's shell gives it with what Ansible's command expands
-/// (`expand_argument_vars`, Python's `expandvars` then `expanduser`): `$NAME` and `${NAME}` of
-/// the command's environment (left as written where unset), and a leading `~` or `~user`; the
-/// rest quoted. Each variable read is a `(name, as written)` in `refs`, set before the command.
 /// A check that the program `word` (a shell word) exists before it is run: where it does not,
 /// the module fails as its Python `Popen` does (`no_program`), not with the shell's message.
 fn found(word: &str) -> String {
@@ -108,6 +104,7 @@ fn found(word: &str) -> String {
 /// run does not exist.
 const NO_PROGRAM: &str = "__copctl_no_program__";
 
+/// The module's message where the program does not exist.
 const NO_PROGRAM_MSG: &str = "Error executing command.";
 
 /// The module's failure where the program does not exist (Python's `FileNotFoundError`): its
@@ -128,6 +125,10 @@ fn no_program(out: &crate::transport::ExecOutput) -> Option<Outcome> {
     })
 }
 
+/// One argument as the host's shell gives it with what Ansible's command expands
+/// (`expand_argument_vars`, Python's `expandvars` then `expanduser`): `$NAME` and `${NAME}` of
+/// the command's environment (left as written where unset), and a leading `~` or `~user`; the
+/// rest quoted. Each variable read is a `(name, as written)` in `refs`, set before the command.
 fn expanded_word(w: &str, refs: &mut Vec<(String, String)>) -> String {
     static VAR: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\$(\w+|\{[^}]*\})").expect("a valid pattern"));
