@@ -114,14 +114,8 @@ fn no_program(out: &crate::transport::ExecOutput) -> Option<Outcome> {
     let program = err.strip_prefix(NO_PROGRAM)?.strip_prefix(' ')?.strip_suffix('\n')?;
     (out.status == Some(2) && out.stdout.is_empty() && !program.contains('\n')).then(|| {
         // The module's words in the result; the operator is told which program is missing.
-        let mut o = Outcome::failed(format!("{NO_PROGRAM_MSG} ({program}: no such file or directory)"));
-        o.result.insert("msg".into(), serde_json::json!(NO_PROGRAM_MSG));
-        for (k, v) in [("rc", serde_json::json!(2)), ("stdout", "".into()), ("stderr", "".into())] {
-            o.result.insert(k.into(), v);
-        }
-        o.result.insert("stdout_lines".into(), serde_json::json!([]));
-        o.result.insert("stderr_lines".into(), serde_json::json!([]));
-        o
+        let shown = format!("{NO_PROGRAM_MSG} ({program}: no such file or directory)");
+        before_running(shown, NO_PROGRAM_MSG, serde_json::json!(2))
     })
 }
 
@@ -281,16 +275,20 @@ const NO_CHDIR: &str = "__copctl_no_chdir__";
 
 /// The command module's failure where `chdir` cannot be entered: nothing ran, no return code.
 fn no_chdir(out: &crate::transport::ExecOutput) -> Option<Outcome> {
-    (out.status == Some(1) && out.stdout.is_empty() && out.stderr == format!("{NO_CHDIR}\n").as_bytes()).then(|| {
-        let mut o = Outcome::failed(NO_CHDIR_MSG);
-        o.result.insert("msg".into(), serde_json::json!(NO_CHDIR_MSG));
-        for (k, v) in [("rc", serde_json::Value::Null), ("stdout", "".into()), ("stderr", "".into())] {
-            o.result.insert(k.into(), v);
-        }
-        o.result.insert("stdout_lines".into(), serde_json::json!([]));
-        o.result.insert("stderr_lines".into(), serde_json::json!([]));
-        o
-    })
+    (out.status == Some(1) && out.stdout.is_empty() && out.stderr == format!("{NO_CHDIR}\n").as_bytes())
+        .then(|| before_running(NO_CHDIR_MSG.into(), NO_CHDIR_MSG, serde_json::Value::Null))
+}
+
+/// A failure of the module before it ran anything: `shown` for the operator, the module's `msg`,
+/// its `rc`, and no output.
+fn before_running(shown: String, msg: &str, rc: serde_json::Value) -> Outcome {
+    let mut o = Outcome::failed(shown);
+    for (k, v) in [("msg", serde_json::json!(msg)), ("rc", rc), ("stdout", "".into()), ("stderr", "".into())] {
+        o.result.insert(k.into(), v);
+    }
+    o.result.insert("stdout_lines".into(), serde_json::json!([]));
+    o.result.insert("stderr_lines".into(), serde_json::json!([]));
+    o
 }
 
 /// Runs a command line under the guards (what `command` and `shell` share).

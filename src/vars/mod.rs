@@ -9,7 +9,6 @@ pub mod secret;
 use std::path::Path;
 use std::sync::Arc;
 
-use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, Result, Source};
@@ -163,8 +162,8 @@ fn merge_mapping(out: &mut Vars, v: Value, what: &str) -> Result<()> {
     }
 }
 
-/// The layers a host's variables come from; `for_host` applies the precedence. Shared, not
-/// copied, by every context that reads them (`for_host_layers`).
+/// The layers a host's variables come from; `for_host_layers` applies the precedence. Shared,
+/// not copied, by every context that reads them.
 #[derive(Debug, Clone, Default)]
 pub struct Layers {
     pub playbook: Arc<Vars>,
@@ -182,20 +181,9 @@ impl Layers {
         out
     }
 
-    /// A host's full variables: playbook < env < inventory (all < groups < group_vars/ files <
-    /// host < host_vars/ files, merged by `Inventory::host_vars`) < registered < extra.
-    pub fn for_host(&self, inventory_vars: &Vars, registered: Option<&IndexMap<String, Value>>) -> Vars {
-        let mut out = (*self.playbook).clone();
-        out.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out.extend(inventory_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(r) = registered {
-            out.extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        out.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        out
-    }
-
-    /// `for_host` without a copy: the same layers, read highest first. A task's context is made
+    /// A host's variables: playbook < env < inventory (all < groups < group_vars/ files < host <
+    /// host_vars/ files, merged by `Inventory::host_vars`) < registered < extra, read from the
+    /// layers highest first, never merged into a copy. A task's context is made
     /// per host and task, and copying every variable into it was most of the controller's work
     /// (`hostvars[h]` made another copy for each host it named: O(hosts²) a run for a loop over
     /// `groups['cluster']`).
@@ -249,15 +237,6 @@ impl VarLayers {
             .filter(|k| self.hidden != Some(*k) && seen.insert(*k))
             .collect()
     }
-
-    /// The variables merged into one mapping, in `for_host`'s order.
-    pub fn merged(&self) -> Vars {
-        let mut out = Vars::new();
-        for l in self.layers.iter().rev() {
-            out.extend(l.iter().filter(|(k, _)| self.hidden != Some(k.as_str())).map(|(k, v)| (k.clone(), v.clone())));
-        }
-        out
-    }
 }
 
 #[cfg(test)]
@@ -275,25 +254,20 @@ mod tests {
         let mut inv = Vars::new();
         inv.insert("c".into(), json!("inventory"));
         inv.insert("d".into(), json!("inventory"));
-        let mut reg = IndexMap::new();
-        reg.insert("d".to_string(), json!("registered"));
-        reg.insert("e".to_string(), json!("registered"));
+        let mut reg = Vars::new();
+        reg.insert("d".into(), json!("registered"));
+        reg.insert("e".into(), json!("registered"));
         Arc::make_mut(&mut l.extra).insert("e".into(), json!("extra"));
-        let v = l.for_host(&inv, Some(&reg));
-        // The same names and values read from the layers, unmerged.
-        let layered = l.for_host_layers(Arc::new(inv.clone()), Some(Arc::new(reg.clone())));
-        assert_eq!(layered.merged(), v);
+        let layered = l.for_host_layers(Arc::new(inv), Some(Arc::new(reg)));
+        let want = json!({"a": "playbook", "b": "env", "c": "inventory", "d": "registered", "e": "extra"});
         for k in ["a", "b", "c", "d", "e"] {
-            assert_eq!(layered.get(k), v.get(k), "{k}");
+            assert_eq!(layered.get(k), Some(&want[k]), "{k}");
         }
+        assert_eq!(layered.get("f"), None);
         assert_eq!(layered.clone().hiding("d").get("d"), None);
         let mut names = layered.names();
         names.sort();
         assert_eq!(names, ["a", "b", "c", "d", "e"]);
-        assert_eq!(
-            Value::Object(v.into_iter().collect()),
-            json!({"a": "playbook", "b": "env", "c": "inventory", "d": "registered", "e": "extra"})
-        );
     }
 
     #[test]
