@@ -202,7 +202,7 @@ impl Site {
     /// host: plan-time checks use placeholders).
     pub fn context(&self, pb: &Playbook, host: &str, registered: Arc<IndexMap<String, Value>>) -> minijinja::Value {
         let all = Registered::Same(registered.clone());
-        self.context_with_magic(pb, host, registered, all, None)
+        self.context_with_magic(pb, host, registered, None, all, None)
     }
 
     /// `context` with the play's magic variables (the plan's checks).
@@ -214,7 +214,7 @@ impl Site {
         magic: &crate::template::Magic,
     ) -> minijinja::Value {
         let all = Registered::Same(registered.clone());
-        self.context_with_magic(pb, host, registered, all, Some(magic))
+        self.context_with_magic(pb, host, registered, None, all, Some(magic))
     }
 
     /// The context of `host` during a run: `own` are its task-level variables (play and step
@@ -227,7 +227,7 @@ impl Site {
         own: &IndexMap<String, Value>,
         all: Registered,
     ) -> minijinja::Value {
-        self.context_with_magic(pb, host, Arc::new(own.clone()), all, None)
+        self.context_with_magic(pb, host, Arc::new(own.clone()), None, all, None)
     }
 
     /// `context_with` and the play's magic variables (`run::play_magic`).
@@ -236,6 +236,7 @@ impl Site {
         pb: &Playbook,
         host: &str,
         own: Arc<IndexMap<String, Value>>,
+        data: Option<crate::vars::DataNames>,
         all: Registered,
         magic: Option<&crate::template::Magic>,
     ) -> minijinja::Value {
@@ -244,7 +245,7 @@ impl Site {
             cache.entry((pb.name.clone(), pb.source.name.clone())).or_insert_with(|| Arc::new(self.layers(pb))).clone()
         };
         let inv_vars = self.host_vars_cache.get(&self.inventory, host);
-        let mut vars = layers.for_host_layers(inv_vars, Some(own));
+        let mut vars = layers.for_task_layers(inv_vars, own, data);
         if let Some(f) = &self.inventory_file {
             // Under every other layer: only where nothing else names them.
             let dir = f.parent().map(|d| d.display().to_string()).unwrap_or_default();

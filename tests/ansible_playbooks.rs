@@ -107,6 +107,27 @@ fn command_results_end_as_ansible_leaves_them() {
     same_as_ansible("commands.yml");
 }
 
+/// Results are data (a host's output holding template text is never rendered: its lookup does
+/// not run on the bastion), and conditionals are judged as ansible-core 2.19 judges them: kept
+/// in a variable, built of templates (untrusted), wrapped with a value (deprecated), a lookup
+/// no plugin can be failing when its task runs.
+#[test]
+fn results_stay_data_and_conditionals_are_judged_as_ansible_judges_them() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "conditionals.yml");
+    let report = std::fs::read_to_string(ours.lab().path(0, "/opt/app/cond/report")).unwrap();
+    assert_eq!(
+        report,
+        "judged: True False\nwrapped: 1 True\nlooped: [False, True] False\nbuilt: True True\n\
+         nameless: True True True\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ours.lab().path(1, "/opt/app/cond/output")).unwrap(),
+        "{{ lookup('pipe', 'touch rendered-a-result') }}\n"
+    );
+    assert!(!ours.path("rendered-a-result").exists(), "a host's output was rendered on the bastion");
+}
+
 #[test]
 fn copies_on_the_host_and_into_directories_end_as_ansible_leaves_them() {
     same_as_ansible("copies.yml");

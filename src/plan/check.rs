@@ -201,7 +201,7 @@ fn ruled_out(t: &Templates, when: Option<&Condition>, ctx: &minijinja::Value) ->
         Some(Condition::All(v)) => v.clone(),
         None => return false,
     };
-    exprs.iter().any(|e| t.eval(e, ctx).is_ok_and(|v| !v.is_true()))
+    exprs.iter().any(|e| t.judge(e, ctx).is_ok_and(|v| !v.is_true()))
 }
 
 pub fn check_templates(site: &Site, plan: &Plan) -> Result<()> {
@@ -383,11 +383,11 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
             Condition::All(v) => v.clone(),
         };
         for e in exprs {
-            judge(&e, t.eval(&e, ctx).map(drop))?;
+            judge(&e, t.judge(&e, ctx).map(drop))?;
         }
     }
     for e in step.def.until.iter() {
-        judge(e, t.eval(e, ctx).map(drop))?;
+        judge(e, t.judge(e, ctx).map(drop))?;
     }
     // Every other string of the step (arguments, guards) may hold a template.
     let mut def = step.def.clone();
@@ -407,8 +407,8 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     match &step.action {
         Action::Assert(a) => {
             for e in a.that.to_vec() {
-                match t.eval(&e, ctx) {
-                    Err(err) if tolerant && Templates::is_undefined_error(&err) => {}
+                match t.judge(&e, ctx) {
+                    Err(err) if tolerant && Templates::fails_when_run(&err) => {}
                     r => judge(&e, r.map(drop))?,
                 }
             }
@@ -428,7 +428,7 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     }
     for s in &strings {
         match t.render_str(s, ctx) {
-            Err(e) if tolerant && Templates::is_undefined_error(&e) => {}
+            Err(e) if tolerant && Templates::fails_when_run(&e) => {}
             r => judged(s, false, r.map(drop))?,
         }
     }

@@ -538,7 +538,7 @@ impl Builder<'_> {
                 let uses_runtime = IDENT
                     .find_iter(e)
                     .any(|m| runtime_names.contains(m.as_str()) || loop_names.contains(&Some(m.as_str())));
-                !uses_runtime && self.site.templates.eval(e, &ctx).is_ok_and(|v| !v.is_true())
+                !uses_runtime && self.site.templates.judge(e, &ctx).is_ok_and(|v| !v.is_true())
             })
         })
     }

@@ -610,7 +610,16 @@ impl Engine {
             stdout: o.result.get("stdout").and_then(Value::as_str).unwrap_or("").to_string(),
             stderr: o.result.get("stderr").and_then(Value::as_str).unwrap_or("").to_string(),
             commands: o.commands.clone(),
-            warnings: o.warnings.clone(),
+            warnings: o
+                .warnings
+                .iter()
+                .cloned()
+                .chain(
+                    o.deprecations.iter().map(|d| {
+                        format!("deprecated (to be removed from ansible-core version 2.23, copctl runs it): {d}")
+                    }),
+                )
+                .collect(),
         }
     }
 
@@ -709,6 +718,7 @@ impl Engine {
                     gone: Arc::new(self.failed_hosts.keys().cloned().collect()),
                     run_tags: self.opts.tags.clone(),
                     skip_tags: self.opts.skip_tags.clone(),
+                    data: None,
                 };
                 running.spawn(async move {
                     let t0 = Instant::now();

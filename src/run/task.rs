@@ -43,6 +43,9 @@ pub struct Job {
     /// `--tags` and `--skip-tags` as given (Ansible's `ansible_run_tags`, `ansible_skip_tags`).
     pub run_tags: Vec<String>,
     pub skip_tags: Vec<String>,
+    /// The names among the task's variables that are data (registered results, facts): read
+    /// as they are, never rendered again (`Layers::for_task_layers`). Set when the task starts.
+    pub data: Option<crate::vars::DataNames>,
 }
 
 /// Ansible's play magic variables for a task of `t`'s play: its hosts after the limit
@@ -72,6 +75,12 @@ pub fn play_magic(plan: &Plan, t: &crate::plan::Task, gone: &BTreeSet<String>) -
     cache.entry((t.playbook, t.play, t.batch)).or_insert_with(make).clone()
 }
 
+/// What an attempt renders with: the context, and which of its names are data.
+struct Scope {
+    ctx: minijinja::Value,
+    data: Option<crate::vars::DataNames>,
+}
+
 /// Evaluates a condition; all expressions of a list must hold.
 fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, String> {
     let exprs = match c {
@@ -80,7 +89,7 @@ fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, S
         Condition::All(v) => v.clone(),
     };
     for e in exprs {
-        let v = t.eval(&e, ctx).map_err(|err| format!("{e}: {}", crate::template::describe_error(&err)))?;
+        let v = t.judge(&e, ctx).map_err(|err| format!("{e}: {}", crate::template::describe_error(&err)))?;
         if !v.is_true() {
             return Ok(false);
         }
@@ -95,17 +104,53 @@ impl Job {
 
     /// `context` of variables already shared (the task's own, read by every rendering).
     fn context_of(&self, own: Arc<IndexMap<String, Value>>) -> minijinja::Value {
+        self.context_data(own, self.data.clone())
+    }
+
+    /// The task's data names with `add` (a result being judged, a loop's item, facts an item set).
+    fn data_with<'a>(&self, add: impl IntoIterator<Item = &'a str>) -> Option<crate::vars::DataNames> {
+        let mut d = self.data.as_deref().cloned().unwrap_or_default();
+        d.extend(add.into_iter().map(str::to_string));
+        Some(Arc::new(d))
+    }
+
+    fn context_data(
+        &self,
+        own: Arc<IndexMap<String, Value>>,
+        data: Option<crate::vars::DataNames>,
+    ) -> minijinja::Value {
         let t = &self.plan.graph[self.node];
         let pb = &self.plan.playbooks[t.playbook];
         let host = t.host.as_deref().unwrap_or("");
         let magic = play_magic(&self.plan, t, &self.gone);
-        let ctx =
-            self.site.context_with_magic(pb, host, own, Registered::PerHost(self.registered.clone()), Some(&magic));
+        let ctx = self.site.context_with_magic(
+            pb,
+            host,
+            own,
+            data,
+            Registered::PerHost(self.registered.clone()),
+            Some(&magic),
+        );
         crate::template::treat_as_secret(&ctx, self.secret_facts.iter());
         ctx
     }
 
-    pub async fn execute(mut self) -> Outcome {
+    pub async fn execute(self) -> Outcome {
+        let ansible = self.step.def.ansible;
+        let body = async move {
+            let mut o = self.execute_step().await;
+            let templated = crate::template::TEMPLATED_CONDITIONALS.with(|n| n.get());
+            if ansible && templated > 0 {
+                o.deprecations.push(
+                    "Conditionals should not be surrounded by templating delimiters such as {{ }} or {% %}.".into(),
+                );
+            }
+            o
+        };
+        crate::template::TEMPLATED_CONDITIONALS.scope(std::cell::Cell::new(0), body).await
+    }
+
+    async fn execute_step(mut self) -> Outcome {
         let t = self.plan.graph[self.node].clone();
         let step = self.step.clone();
         // The step's own `check_mode:`/`diff:` win over the run's, as Ansible's task keywords do;
@@ -133,6 +178,7 @@ impl Job {
         own.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(r) = registered {
             own.extend(r.iter().filter(|(k, _)| *k != VARS_FILES).map(|(k, v)| (k.clone(), v.clone())));
+            self.data = Some(Arc::new(r.keys().filter(|k| *k != VARS_FILES).cloned().collect()));
         }
         // Ansible's variables of the host a task is delegated to, by its name.
         if let Some(d) = t.runs_on.as_deref() {
@@ -238,7 +284,17 @@ impl Job {
         };
         let work = async {
             match items {
-                None => self.attempts(&step, &conn, &own, ctx.clone(), timeout, &loop_reads).await,
+                None => {
+                    self.attempts(
+                        &step,
+                        &conn,
+                        &own,
+                        Scope { ctx: ctx.clone(), data: self.data.clone() },
+                        timeout,
+                        &loop_reads,
+                    )
+                    .await
+                }
                 Some(items) => {
                     let mut results = Vec::new();
                     let mut status = Status::Ok;
@@ -256,8 +312,12 @@ impl Job {
                         }
                         let o2 = item_vars(&items, index, &learned);
                         let o = if runs[index] {
-                            let c2 = self.context(&o2);
-                            self.attempts(&step, &conn, &o2, c2, timeout, &loop_reads).await
+                            // The item was rendered when the loop was: it is data, as are the
+                            // facts earlier items set.
+                            let made = learned.keys().map(String::as_str).chain([var, "ansible_loop"]);
+                            let data = self.data_with(made);
+                            let c2 = self.context_data(Arc::new(o2.clone()), data.clone());
+                            self.attempts(&step, &conn, &o2, Scope { ctx: c2, data }, timeout, &loop_reads).await
                         } else {
                             let mut o = Outcome::skipped("Conditional result was False");
                             o.result.insert("false_condition".into(), json!(true));
@@ -278,7 +338,7 @@ impl Job {
                         if let (Some(reg), Some(label)) = (&step.def.register, lc.and_then(|l| l.label.as_ref())) {
                             let mut o3 = o2.clone();
                             o3.insert(reg.clone(), r.clone());
-                            let c3 = self.context(&o3);
+                            let c3 = self.context_data(Arc::new(o3), self.data_with([reg.as_str()]));
                             if let Err(e) = templates.render_str(label, &c3) {
                                 let msg = format!(
                                     "Failed to template loop_control.label: {}",
@@ -344,10 +404,11 @@ impl Job {
         step: &Step,
         conn: &crate::transport::HostConnection,
         own: &IndexMap<String, Value>,
-        ctx: minijinja::Value,
+        scope: Scope,
         timeout: Duration,
         loop_reads: &BTreeSet<String>,
     ) -> Outcome {
+        let Scope { ctx, data } = scope;
         let templates = &self.site.templates;
         // Guards that messages may show (`creates`, ...) count with the step's arguments;
         // `stdin` and `environment` are never shown, and `when` decides without being shown.
@@ -463,7 +524,9 @@ impl Job {
             // The result, bound to its register name, decides changed_when/failed_when/until.
             let mut with_result = (*own).clone();
             with_result.insert(result_name.clone(), o.registered());
-            let rctx = self.context(&with_result);
+            let mut judged = data.as_deref().cloned().unwrap_or_default();
+            judged.insert(result_name.clone());
+            let rctx = self.context_data(Arc::new(with_result), Some(Arc::new(judged)));
             if let Some(c) = &step.def.failed_when {
                 match holds(templates, c, &rctx) {
                     Ok(true) => {
@@ -474,8 +537,15 @@ impl Job {
                     }
                     Ok(false) if o.status == Status::Failed => {
                         // Not a failure by the step's own rule: the rc stays in the result, and
-                        // what ran counts as a change (a command that ran nothing does not).
-                        o.status = if crate::steps::ran_nothing(&o) { Status::Ok } else { Status::Changed };
+                        // what ran counts as a change (a command that ran nothing does not). An
+                        // Ansible module other than a command keeps its result's `changed`, which
+                        // a failed one does not set (an assert, a copy that could not write).
+                        let ran = matches!(step.action.kind(), "command" | "shell" | "script");
+                        o.status = if crate::steps::ran_nothing(&o) || (step.def.ansible && !ran) {
+                            Status::Ok
+                        } else {
+                            Status::Changed
+                        };
                         o.msg.clear();
                     }
                     Ok(false) => {}

@@ -41,6 +41,43 @@ fn condition(v: &serde_json::Value) -> Result<String, String> {
     }
 }
 
+/// The conditions a `that` wholly a template lists (`that: '{{ checks }}'`): its value where it
+/// is a list, each item a condition as it is (not rendered), as ansible-core's assert resolves
+/// such a `that` to its container only; `None` for anything else, which is one condition.
+fn listed(cx: &StepCtx<'_>, that: &str) -> Option<Vec<String>> {
+    let t = that.trim();
+    if !(t.starts_with("{{") && t.ends_with("}}")) {
+        return None;
+    }
+    // A variable by name is read as written: its items are conditions, rendered when judged.
+    let inner = t[2..t.len() - 2].trim();
+    let named = !inner.is_empty()
+        && inner.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !inner.starts_with(|c: char| c.is_ascii_digit());
+    if let Some(serde_json::Value::Array(items)) = named.then(|| crate::template::raw_var(cx.vars, inner)).flatten() {
+        return items
+            .iter()
+            .map(|c| match c {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            })
+            .collect();
+    }
+    let v = cx.templates.eval(t, cx.vars).ok()?;
+    if v.kind() != minijinja::value::ValueKind::Seq {
+        return None;
+    }
+    v.try_iter()
+        .ok()?
+        .map(|c| match (c.as_str(), c.kind()) {
+            (Some(s), _) => Some(s.to_string()),
+            (None, minijinja::value::ValueKind::Bool) => Some(c.is_true().to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
@@ -109,8 +146,12 @@ impl Kind for AssertArgs {
                 Err(e) => return Outcome::failed(e),
             },
         };
-        for expr in a.that.to_vec() {
-            match cx.templates.eval(&expr, cx.vars) {
+        let thats = match &a.that {
+            OneOrMany::One(that) => listed(cx, that).unwrap_or_else(|| vec![that.clone()]),
+            OneOrMany::Many(v) => v.clone(),
+        };
+        for expr in thats {
+            match cx.templates.judge(&expr, cx.vars) {
                 Ok(v) if v.is_true() => {}
                 Ok(_) => {
                     let msg = match &a.fail_msg {

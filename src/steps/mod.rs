@@ -225,6 +225,9 @@ pub struct Outcome {
     /// What the operator must see whatever the step's status (a drain a PodDisruptionBudget will
     /// block): shown on the terminal even when ok, and in the JSON event.
     pub warnings: Vec<String>,
+    /// What Ansible deprecates in the task as written (a conditional wrapped in `{{ }}`): in the
+    /// registered result's `deprecations`, as Ansible's, and shown as warnings.
+    pub deprecations: Vec<String>,
 }
 
 /// What is said in place of text rendered from secrets.
@@ -251,6 +254,7 @@ impl Outcome {
             secret_reads: BTreeSet::new(),
             rendered_secrets: vec![],
             warnings: vec![],
+            deprecations: vec![],
         }
     }
 
@@ -344,6 +348,14 @@ impl Outcome {
         m.entry("rc").or_insert(json!(0));
         if !self.warnings.is_empty() {
             m.entry("warnings").or_insert(json!(self.warnings));
+        }
+        if !self.deprecations.is_empty() {
+            let d: Vec<Value> = self
+                .deprecations
+                .iter()
+                .map(|msg| json!({"msg": msg, "version": "2.23", "collection_name": "ansible.builtin"}))
+                .collect();
+            m.entry("deprecations").or_insert(json!(d));
         }
         Value::Object(m)
     }

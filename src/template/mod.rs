@@ -281,6 +281,48 @@ impl Templates {
         with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
     }
 
+    /// A conditional (`when`, `changed_when`, `failed_when`, `until`, an assert's `that`) as
+    /// ansible-core 2.19 reads one: a bare expression; or, when the whole of it is a template
+    /// (`'{{ x }}'`), the template's value: text is then the expression to evaluate (a
+    /// condition kept in a variable), anything else is the condition itself, which Ansible
+    /// deprecates (`templated_conditionals` counts it). Text made of several templates
+    /// (`'{{ a }} == {{ b }}'`) builds an expression out of rendered values: Ansible refuses it
+    /// as untrusted, and so does this.
+    pub fn judge(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
+        let e = expr.trim();
+        let opens = ["{{", "{%", "{#"].iter().any(|d| e.starts_with(d));
+        let closes = ["}}", "%}", "#}"].iter().any(|d| e.ends_with(d));
+        if !(opens && closes) {
+            return self.eval(&rewrite::template_consts(e), ctx);
+        }
+        let single = e
+            .strip_prefix("{{")
+            .and_then(|x| x.strip_suffix("}}"))
+            .filter(|inner| self.env.compile_expression(&prepared(inner)).is_ok());
+        let Some(inner) = single else {
+            self.render_str(e, ctx)?;
+            return Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "Encountered untrusted template or expression: '{e}' builds a condition out of rendered \
+                     text; write it as one expression, without {{{{ }}}}"
+                ),
+            ));
+        };
+        let value = with_root(ctx, || self.env.compile_expression(&prepared(inner))?.eval(ctx))?;
+        if let Some(text) = value.as_str() {
+            if text.trim().is_empty() {
+                return Err(minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("Empty conditional expressions are not allowed ('{e}' gave empty text)."),
+                ));
+            }
+            return self.eval(&rewrite::template_consts(text.trim()), ctx);
+        }
+        TEMPLATED_CONDITIONALS.try_with(|n| n.set(n.get() + 1)).ok();
+        Ok(value)
+    }
+
     /// The top-level variables `text` (a template, or a bare expression where `expr`) reads
     /// without setting them itself; `None` where it does not compile.
     pub fn names_read(&self, text: &str, expr: bool) -> Option<std::collections::HashSet<String>> {
@@ -297,6 +339,96 @@ impl Templates {
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
         e.kind() == ErrorKind::UndefinedError
     }
+
+    /// Whether `e` is an error Ansible raises only when the task runs, where copctl's plan may
+    /// leave it to the run for a task that expects to fail (ignore_errors, a rescue): an
+    /// undefined variable, a lookup no plugin can be, an untrusted conditional. Unsupported
+    /// modules, filters and lookups stay refused when planned.
+    pub fn fails_when_run(e: &minijinja::Error) -> bool {
+        let detail = e.detail().unwrap_or_default();
+        Self::is_undefined_error(e)
+            || (detail.starts_with("The lookup plugin ") && detail.ends_with(" was not found."))
+            || detail.starts_with("Encountered untrusted template or expression")
+    }
+}
+
+tokio::task_local! {
+    /// Conditionals a task judged that were templates with a value other than text (Ansible
+    /// deprecates them, and its task result says so): counted for the task whose scope this is.
+    pub static TEMPLATED_CONDITIONALS: std::cell::Cell<u32>;
+}
+
+/// A lookup's argument written as a template in the playbook (`rewrite::lookup_terms`),
+/// rendered with the variables where the lookup is called (a loop's too): a single expression
+/// keeps its value's type, as Ansible's templating of an argument does.
+fn lookup_term(state: &minijinja::State, text: String) -> Result<Value, minijinja::Error> {
+    let source = escape_backslashes(&text);
+    let body = rewrite::apply_default(&source, false);
+    let env = state.env();
+    let names = env.template_from_str(&body)?.undeclared_variables(false);
+    let ctx: BTreeMap<String, Value> = names.into_iter().filter_map(|n| state.lookup(&n).map(|v| (n, v))).collect();
+    let ctx = Value::from(ctx);
+    let rendered = match single_expression(&source) {
+        Some(expr) => env.compile_expression(&prepared(expr)).and_then(|c| c.eval(&ctx)).and_then(|v| match v {
+            v if v.is_undefined() => {
+                Err(minijinja::Error::new(ErrorKind::UndefinedError, format!("'{}' is undefined", expr.trim())))
+            }
+            v => Ok(v),
+        }),
+        None => env.render_str(&body, &ctx).map(Value::from),
+    };
+    // The lookup says what failed: its own name first, when copctl has no such lookup.
+    Ok(rendered.unwrap_or_else(|e| {
+        Value::from_object(TermFailed { kind: e.kind(), detail: e.detail().unwrap_or_default().to_string() })
+    }))
+}
+
+/// A lookup argument that did not render (`lookup_term`): the error, raised by the lookup.
+#[derive(Debug)]
+struct TermFailed {
+    kind: ErrorKind,
+    detail: String,
+}
+
+impl Object for TermFailed {}
+
+/// The error of the first argument of a lookup copctl has that did not render.
+fn term_failed(kind: &str, terms: &[Value]) -> Result<(), minijinja::Error> {
+    if !LOOKUPS.replace(" and ", ", ").split(", ").any(|n| n == kind) {
+        return Ok(());
+    }
+    match terms.iter().find_map(|t| t.downcast_object_ref::<TermFailed>()) {
+        Some(f) => Err(minijinja::Error::new(f.kind, f.detail.clone())),
+        None => Ok(()),
+    }
+}
+
+/// Whether `name` can name a plugin: a Python identifier, or dotted ones (a collection's FQCN).
+fn is_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|p| {
+            p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
+}
+
+/// Python's `repr` of a string, as Ansible's messages quote names.
+pub fn py_repr(s: &str) -> String {
+    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::from(q);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c == q => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(q);
+    out
 }
 
 /// A template error in one line: what is undefined or wrong.
@@ -697,7 +829,29 @@ fn run_lookup(
             }
             out
         }
-        other => return Err(fail(format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"))),
+        // A name no plugin can have (Ansible does not render a lookup's name): Ansible fails the
+        // task when it runs, so may the run (a task that ignores its errors goes on).
+        other if !is_plugin_name(other) => {
+            return Err(fail(format!("The lookup plugin {} was not found.", py_repr(other))));
+        }
+        other => {
+            // A site's own plugin, beside the playbook or in a role, is Python Ansible imports:
+            // say that is what it is, where it is.
+            let mut dirs = search_path(state);
+            dirs.extend(state.lookup("playbook_dir").and_then(|d| d.as_str().map(String::from)));
+            let plugin = dirs
+                .iter()
+                .map(|d| Path::new(d).join("lookup_plugins").join(format!("{other}.py")))
+                .find(|p| p.is_file());
+            return Err(fail(match plugin {
+                Some(p) => format!(
+                    "lookup('{other}', ...): {} is a custom Python lookup plugin, which copctl does not run \
+                     (it has the {LOOKUPS} lookups)",
+                    p.display()
+                ),
+                None => format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"),
+            }));
+        }
     };
     kw.assert_all_used()?;
     Ok(out)
@@ -919,6 +1073,7 @@ fn lookup_args(
     })?;
     // `lookup('ansible.builtin.env', ...)`: ansible-core's own lookups by their FQCN.
     let kind = kind.strip_prefix("ansible.builtin.").or_else(|| kind.strip_prefix("ansible.legacy.")).unwrap_or(kind);
+    term_failed(kind, terms)?;
     Ok((kind.to_string(), terms.to_vec(), kw))
 }
 
@@ -1191,6 +1346,13 @@ pub fn tracking_secrets<R>(ctx: &Value, f: impl FnOnce() -> R) -> (R, BTreeSet<S
 
 /// Treats `names` as secret variables in `ctx` (and the contexts reached through it): facts a
 /// run has set from secrets.
+/// A variable of a task's context as the site wrote it, before any rendering (assert's `that:
+/// '{{ checks }}'` takes the list, not the rendered items); `None` where `ctx` is no task's.
+pub fn raw_var(ctx: &Value, name: &str) -> Option<serde_json::Value> {
+    let vars = ctx.downcast_object_ref::<LazyVars>()?;
+    vars.ready.get(name).map_or_else(|| vars.raw.get(name).cloned(), |v| serde_json::to_value(v).ok())
+}
+
 pub fn treat_as_secret<'a>(ctx: &Value, names: impl IntoIterator<Item = &'a String>) {
     if let Some(r) = reads_of(ctx) {
         r.derived.lock().expect("secret names").extend(names.into_iter().cloned());
@@ -1327,9 +1489,9 @@ impl Object for LazyVars {
             self.note(name);
             return Some(v.clone());
         }
-        if let Some(raw) = self.raw.get(name) {
+        if let Some((raw, data)) = self.raw.get_data(name) {
             self.note(name);
-            if holds_template(raw) {
+            if !data && holds_template(raw) {
                 return Some(self.resolve(name, raw));
             }
             let mut cache = self.rendered.lock().expect("render cache");
@@ -1613,6 +1775,7 @@ fn add_filters(env: &mut Environment<'static>) {
     env.add_function("joiner", minijinja_contrib::globals::joiner);
     env.add_function("cycler", minijinja_contrib::globals::cycler);
     env.add_function(rewrite::CHAIN, rewrite::walk);
+    env.add_function(rewrite::TERM, lookup_term);
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);

@@ -31,6 +31,9 @@ pub const CHAIN: &str = "__copctl_chain";
 /// The function a rewritten subtraction calls.
 pub const SUB: &str = "__copctl_sub";
 
+/// The function a lookup's templated literal argument is rewritten into (see `lookup_terms`).
+pub const TERM: &str = "__copctl_term";
+
 type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
 
 /// `apply` with minijinja's default delimiters, remembered per text: the same few texts (a
@@ -61,7 +64,13 @@ pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
 /// Whether either rewrite can apply: a `default`/`defined`/`d(` after an attribute, or a `%`
 /// outside `{%`/`%}`.
 fn might_rewrite(text: &str) -> bool {
-    chains_possible(text) || modulo(text) || dates_subtracted(text)
+    chains_possible(text) || modulo(text) || dates_subtracted(text) || templated_terms(text)
+}
+
+/// A lookup or query whose arguments may hold a template literal.
+fn templated_terms(text: &str) -> bool {
+    (text.contains("lookup(") || text.contains("query(") || text.contains("q("))
+        && (text.contains("{{") || text.contains("{%"))
 }
 
 fn dates_subtracted(text: &str) -> bool {
@@ -91,13 +100,90 @@ pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
             Cow::Owned(t) => Cow::Owned(percent(&t, syntax.clone(), expr).into_owned()),
         }
     };
-    if !dates_subtracted(&done) {
+    let done = if !dates_subtracted(&done) {
+        done
+    } else {
+        match done {
+            Cow::Borrowed(t) => minus(t, syntax.clone(), expr),
+            Cow::Owned(t) => Cow::Owned(minus(&t, syntax.clone(), expr).into_owned()),
+        }
+    };
+    if !templated_terms(&done) {
         return done;
     }
     match done {
-        Cow::Borrowed(t) => minus(t, syntax, expr),
-        Cow::Owned(t) => Cow::Owned(minus(&t, syntax, expr).into_owned()),
+        Cow::Borrowed(t) => lookup_terms(t, syntax, expr),
+        Cow::Owned(t) => Cow::Owned(lookup_terms(&t, syntax, expr).into_owned()),
     }
+}
+
+/// Every string literal of the expression `text` that holds a template, as `__copctl_term`:
+/// ansible-core 2.19 renders a conditional expression's constants (`"dude" == "du{{'de'}}"` is
+/// true), where a template's (`{{ ... }}`) it leaves as they are but for a lookup's arguments.
+pub fn template_consts(text: &str) -> Cow<'_, str> {
+    if !(text.contains("{{") || text.contains("{%")) {
+        return Cow::Borrowed(text);
+    }
+    let Some(toks) = tokens(text, SyntaxConfig::default(), true) else { return Cow::Borrowed(text) };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for (k, (tok, span)) in toks.iter().enumerate() {
+        let templated = match tok {
+            Token::Str(s) => s.contains("{{") || s.contains("{%"),
+            Token::String(s) => s.contains("{{") || s.contains("{%"),
+            _ => false,
+        };
+        // Not a lookup's name: Ansible never renders it.
+        let named = k >= 2
+            && matches!(toks[k - 1].0, Token::ParenOpen)
+            && matches!(toks[k - 2].0, Token::Ident("lookup" | "query" | "q"));
+        if templated && !named {
+            let (start, end) = (span.start_offset as usize, span.end_offset as usize);
+            edits.push((start, end, format!("{TERM}({})", &text[start..end])));
+        }
+    }
+    edited(text, edits)
+}
+
+/// A lookup's arguments after its name that are string literals holding a template
+/// (`lookup('file', '{{ role_path }}/files/key.pub')`, `lookup('pipe', 'echo {{ x }}')`): as
+/// `__copctl_term('...')`, which renders them where the lookup is called, as ansible-core
+/// renders a lookup's arguments written in the playbook (its name it does not). Values that come
+/// from variables are not rewritten: a registered result holding `{{` stays text.
+fn lookup_terms(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    let Some(toks) = tokens(text, syntax, expr) else { return Cow::Borrowed(text) };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for i in 0..toks.len() {
+        let call = matches!(toks[i].0, Token::Ident("lookup" | "query" | "q"))
+            && matches!(toks.get(i + 1).map(|t| &t.0), Some(Token::ParenOpen))
+            && !matches!(i.checked_sub(1).map(|b| &toks[b].0), Some(Token::Dot | Token::Pipe));
+        if !call {
+            continue;
+        }
+        let Some(close) = matching(&toks, i + 1) else { continue };
+        let mut depth = 0usize;
+        let mut arg = 0usize;
+        for k in i + 2..close {
+            match &toks[k].0 {
+                Token::ParenOpen | Token::BracketOpen | Token::BraceOpen => depth += 1,
+                Token::ParenClose | Token::BracketClose | Token::BraceClose => depth = depth.saturating_sub(1),
+                Token::Comma if depth == 0 => arg += 1,
+                // Already rewritten (a conditional's constant).
+                _ if matches!(toks[k - 1].0, Token::ParenOpen) && matches!(toks[k - 2].0, Token::Ident(TERM)) => {}
+                Token::Str(s) if arg > 0 && (s.contains("{{") || s.contains("{%")) => {
+                    let (start, end) = (toks[k].1.start_offset as usize, toks[k].1.end_offset as usize);
+                    edits.push((start, end, format!("{TERM}({})", &text[start..end])));
+                }
+                Token::String(s) if arg > 0 && (s.contains("{{") || s.contains("{%")) => {
+                    let (start, end) = (toks[k].1.start_offset as usize, toks[k].1.end_offset as usize);
+                    edits.push((start, end, format!("{TERM}({})", &text[start..end])));
+                }
+                _ => {}
+            }
+        }
+    }
+    edits.sort_by_key(|e| e.0);
+    edits.dedup_by_key(|e| e.0);
+    edited(text, edits)
 }
 
 /// Every binary `a - b` as `__copctl_sub(a, b)`, left to right (`a - b - c` is
@@ -444,6 +530,45 @@ mod tests {
 
     fn rw(t: &str) -> String {
         apply(t, SyntaxConfig::default(), false).into_owned()
+    }
+
+    #[test]
+    fn a_conditionals_templated_constants_are_rendered_in_place() {
+        assert_eq!(
+            template_consts(r#""dude" == "du{{'de'}}" and x == 'plain'"#),
+            r#""dude" == __copctl_term("du{{'de'}}") and x == 'plain'"#
+        );
+        assert_eq!(template_consts("a == b"), "a == b");
+        // A lookup's name stays; its other arguments are rewritten once.
+        let c = template_consts(r#"lookup('{{ "pipe" }}') or lookup('pipe', 'echo {{ x }}') == 'x'"#).into_owned();
+        assert_eq!(c, r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_term('echo {{ x }}')) == 'x'"#);
+        assert_eq!(apply(&c, SyntaxConfig::default(), true), c);
+    }
+
+    #[test]
+    fn a_lookups_templated_literal_arguments_are_rendered_its_name_and_variables_are_not() {
+        assert_eq!(
+            rw("{{ lookup('pipe', 'echo {{ \"dude\" }}') }}"),
+            "{{ lookup('pipe', __copctl_term('echo {{ \"dude\" }}')) }}"
+        );
+        assert_eq!(
+            apply(
+                "query('file', '{{ d }}/a', '{{ d }}/b', rstrip='{{ x }}') | length > 0",
+                SyntaxConfig::default(),
+                true
+            ),
+            "query('file', __copctl_term('{{ d }}/a'), __copctl_term('{{ d }}/b'), rstrip=__copctl_term('{{ x }}')) | length > 0"
+        );
+        // The name (Ansible does not render it), a variable's value, a method called `lookup`,
+        // and a literal without a template stay as they are.
+        for kept in [
+            "{{ lookup('{{ \"pipe\" }}') }}",
+            "{{ lookup('pipe', out.stdout) }}",
+            "{{ x.lookup('{{ y }}', '{{ z }}') }}",
+            "{{ lookup('file', 'plain') ~ '{{' }}",
+        ] {
+            assert_eq!(rw(kept), kept);
+        }
     }
 
     #[test]

@@ -182,30 +182,49 @@ impl Layers {
     }
 
     /// A host's variables: playbook < env < inventory (all < groups < group_vars/ files < host <
-    /// host_vars/ files, merged by `Inventory::host_vars`) < registered < extra, read from the
+    /// host_vars/ files, merged by `Inventory::host_vars`) < registered (data, see
+    /// `for_task_layers`) < extra, read from the
     /// layers highest first, never merged into a copy. A task's context is made
     /// per host and task, and copying every variable into it was most of the controller's work
     /// (`hostvars[h]` made another copy for each host it named: O(hosts²) a run for a loop over
     /// `groups['cluster']`).
     pub fn for_host_layers(&self, inventory_vars: Arc<Vars>, registered: Option<Arc<Vars>>) -> VarLayers {
+        let data = if registered.is_some() { 0b10 } else { 0 };
         let mut layers = vec![self.extra.clone()];
         layers.extend(registered);
         layers.extend([inventory_vars, self.env.clone(), self.playbook.clone()]);
-        VarLayers { layers, hidden: None }
+        VarLayers { layers, data, data_names: None, hidden: None }
+    }
+
+    /// A task's variables: `for_host_layers` with `own` (the task's: play and task vars, and
+    /// the registered results and facts, which win over them) in the registered results' place.
+    /// The names in `data` are values a task produced (registered results, facts), read as they
+    /// are and never rendered again: Ansible treats them as untrusted, and a host's output
+    /// holding `{{ ... }}` stays text (rendering it would let a host run lookups on the bastion).
+    pub fn for_task_layers(&self, inventory_vars: Arc<Vars>, own: Arc<Vars>, data: Option<DataNames>) -> VarLayers {
+        let layers = vec![self.extra.clone(), own, inventory_vars, self.env.clone(), self.playbook.clone()];
+        VarLayers { layers, data: 0, data_names: data.map(|d| (1, d)), hidden: None }
     }
 }
+
+/// Names whose values are data, not templates (see `Layers::for_task_layers`).
+pub type DataNames = Arc<std::collections::BTreeSet<String>>;
 
 /// Variables in layers, highest precedence first: a name is the first layer's that holds it.
 #[derive(Debug, Clone, Default)]
 pub struct VarLayers {
     layers: Vec<Arc<Vars>>,
+    /// The layers (a bit each, by index) whose values are data, read without rendering.
+    data: u64,
+    /// A layer (by index) some of whose names are data.
+    data_names: Option<(usize, DataNames)>,
     /// A name no layer gives (a play's per-host vars_files, which other hosts do not see).
     hidden: Option<&'static str>,
 }
 
 impl VarLayers {
     pub fn one(vars: Vars) -> VarLayers {
-        VarLayers { layers: vec![Arc::new(vars)], hidden: None }
+        VarLayers { layers: vec![Arc::new(vars)], data: 0, data_names: None, hidden: None }
     }
 
     /// `self` under a lowest layer of its own.
@@ -225,6 +244,17 @@ impl VarLayers {
             return None;
         }
         self.layers.iter().find_map(|l| l.get(name))
+    }
+
+    /// `get`, and whether the value is data (from a layer never rendered).
+    pub fn get_data(&self, name: &str) -> Option<(&Value, bool)> {
+        if self.hidden == Some(name) {
+            return None;
+        }
+        let data = |i: usize| {
+            self.data & (1 << i) != 0 || self.data_names.as_ref().is_some_and(|(at, n)| *at == i && n.contains(name))
+        };
+        self.layers.iter().enumerate().find_map(|(i, l)| l.get(name).map(|v| (v, data(i))))
     }
 
     /// Every name, once each (in no particular order).

@@ -357,7 +357,15 @@ impl SshConnection {
                 let permit = self.channels.clone().acquire_owned().await.map_err(|e| self.lost(e))?;
                 let ch = self.handle.channel_open_session().await.map_err(|e| self.lost(e))?;
                 ch.request_subsystem(true, "sftp").await.map_err(|e| self.lost(e))?;
-                let s = russh_sftp::client::SftpSession::new(ch.into_stream()).await.map_err(|e| self.lost(e))?;
+                // One read in flight: russh-sftp queues `max_concurrent_reads` reads (16 by
+                // default) once a first short read gives it a chunk size, so reading a small file
+                // to its end sent 16 reads past it, each a round trip the host's sshd serves (80
+                // a host in the benchmark's re-run). What copctl reads over SFTP is small (files
+                // it compares, edits, slurps); uploads keep their writes pipelined.
+                let cfg = russh_sftp::client::Config { max_concurrent_reads: 1, ..Default::default() };
+                let s = russh_sftp::client::SftpSession::new_with_config(ch.into_stream(), cfg)
+                    .await
+                    .map_err(|e| self.lost(e))?;
                 Ok((s, permit))
             })
             .await
