@@ -98,10 +98,12 @@ pub fn symbolic_for_chmod(mode: &str) -> Option<String> {
 
 impl FileArgs {
     /// Only what the SFTP fast path can judge (no force, follow, times, recursion).
+    /// Nothing but a state and a mode (`follow` aside: it changes nothing where the path is
+    /// not a link, which SFTP's `lstat` tells; `force: false` is the default, Ansible's
+    /// translation spells it out).
     fn plain(&self) -> bool {
         self.symbolic_mode.is_none()
-            && self.force.is_none()
-            && self.follow != Some(true)
+            && self.force != Some(true)
             && self.recurse != Some(true)
             && self.modification_time.as_deref().is_none_or(|t| t == "preserve")
             && self.access_time.as_deref().is_none_or(|t| t == "preserve")
@@ -142,8 +144,17 @@ impl Kind for FileArgs {
             return diff_peek(cx, &a.path).await;
         }
         let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
-        let plain = a.plain() && state != FileState::Hard && a.owner.is_none() && a.group.is_none();
-        let seen = if plain { cx.conn.lstat(&a.path).await } else { None };
+        // An Ansible touch (it follows links) changes the times every run: the script's.
+        let touch = state == FileState::Touch && a.follow == Some(true);
+        let plain = a.plain() && state != FileState::Hard && !touch && a.owner.is_none() && a.group.is_none();
+        let seen = match plain {
+            true => cx.conn.lstat(&a.path).await,
+            false => None,
+        };
+        // A link to follow (Ansible's file module follows by default) is the script's.
+        let seen = seen.filter(|s| {
+            a.follow != Some(true) || !matches!(s, Ok(Some(i)) if i.kind == crate::transport::PathKind::Link)
+        });
         if let Some(Ok(info)) = &seen
             && already_there(a, state, mode, info.as_ref())
         {
