@@ -110,7 +110,8 @@ fn command_results_end_as_ansible_leaves_them() {
 /// Results are data (a host's output holding template text is never rendered: its lookup does
 /// not run on the bastion), and conditionals are judged as ansible-core 2.19 judges them: kept
 /// in a variable, built of templates (untrusted), wrapped with a value (deprecated), a lookup
-/// no plugin can be failing when its task runs.
+/// no plugin can be failing when its task runs, a lookup's arguments and a conditional's
+/// constants written as templates rendered.
 #[test]
 fn results_stay_data_and_conditionals_are_judged_as_ansible_judges_them() {
     let (theirs, ours) = (site(2), site(2));
@@ -126,6 +127,10 @@ fn results_stay_data_and_conditionals_are_judged_as_ansible_judges_them() {
         "{{ lookup('pipe', 'touch rendered-a-result') }}\n"
     );
     assert!(!ours.path("rendered-a-result").exists(), "a host's output was rendered on the bastion");
+    let terms = std::fs::read_to_string(ours.lab().path(1, "/opt/app/cond/terms")).unwrap();
+    assert_eq!(terms, "lab-2 True\n");
+    assert!(ours.lab().path(0, "/opt/app/cond/first-only").exists());
+    assert!(!ours.lab().path(1, "/opt/app/cond/first-only").exists());
 }
 
 #[test]
