@@ -126,6 +126,10 @@ fn results_stay_data_and_conditionals_are_judged_as_ansible_judges_them() {
         std::fs::read_to_string(ours.lab().path(1, "/opt/app/cond/output")).unwrap(),
         "{{ lookup('pipe', 'touch rendered-a-result') }}\n"
     );
+    assert_eq!(
+        std::fs::read_to_string(ours.lab().path(1, "/opt/app/cond/lines")).unwrap(),
+        "{{ lookup('pipe', 'touch rendered-a-result') }}\n"
+    );
     assert!(!ours.path("rendered-a-result").exists(), "a host's output was rendered on the bastion");
     let terms = std::fs::read_to_string(ours.lab().path(1, "/opt/app/cond/terms")).unwrap();
     assert_eq!(terms, "lab-2 True\n");

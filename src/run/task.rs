@@ -98,10 +98,6 @@ fn holds(t: &Templates, c: &Condition, ctx: &minijinja::Value) -> Result<bool, S
 }
 
 impl Job {
-    fn context(&self, own: &IndexMap<String, Value>) -> minijinja::Value {
-        self.context_of(Arc::new(own.clone()))
-    }
-
     /// `context` of variables already shared (the task's own, read by every rendering).
     fn context_of(&self, own: Arc<IndexMap<String, Value>>) -> minijinja::Value {
         self.context_data(own, self.data.clone())
@@ -250,7 +246,8 @@ impl Job {
             }
             Some(all) => {
                 for index in 0..all.len() {
-                    match when_holds(&self.context(&item_vars(all, index, &Default::default()))) {
+                    let item = Arc::new(item_vars(all, index, &Default::default()));
+                    match when_holds(&self.context_data(item, self.data_with([var, "ansible_loop"]))) {
                         Ok(b) => runs.push(b),
                         Err(e) => return Outcome::failed(e),
                     }
@@ -338,7 +335,8 @@ impl Job {
                         if let (Some(reg), Some(label)) = (&step.def.register, lc.and_then(|l| l.label.as_ref())) {
                             let mut o3 = o2.clone();
                             o3.insert(reg.clone(), r.clone());
-                            let c3 = self.context_data(Arc::new(o3), self.data_with([reg.as_str()]));
+                            let c3 =
+                                self.context_data(Arc::new(o3), self.data_with([reg.as_str(), var, "ansible_loop"]));
                             if let Err(e) = templates.render_str(label, &c3) {
                                 let msg = format!(
                                     "Failed to template loop_control.label: {}",
