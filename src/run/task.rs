@@ -143,6 +143,7 @@ impl Job {
             }
             o
         };
+        let body = crate::template::RENDERED_TEXT.scope(Default::default(), body);
         crate::template::TEMPLATED_CONDITIONALS.scope(std::cell::Cell::new(0), body).await
     }
 
@@ -622,7 +623,11 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
                     .eval(&expr, ctx)
                     .map_err(|e| crate::template::describe_error(&e))
                     .and_then(|r| serde_json::to_value(&r).map_err(|e| e.to_string())),
-                None => crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e)),
+                None => {
+                    let out = crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e))?;
+                    crate::template::note_rendered_text(x, &out);
+                    Ok(out)
+                }
             })
             .collect(),
         Value::String(s) => {

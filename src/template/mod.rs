@@ -290,6 +290,9 @@ impl Templates {
     /// as untrusted, and so does this.
     pub fn judge(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
         let e = expr.trim();
+        if rendered_text(e) {
+            return Err(untrusted(e));
+        }
         let opens = ["{{", "{%", "{#"].iter().any(|d| e.starts_with(d));
         let closes = ["}}", "%}", "#}"].iter().any(|d| e.ends_with(d));
         if !(opens && closes) {
@@ -301,13 +304,7 @@ impl Templates {
             .filter(|inner| self.env.compile_expression(&prepared(inner)).is_ok());
         let Some(inner) = single else {
             self.render_str(e, ctx)?;
-            return Err(minijinja::Error::new(
-                ErrorKind::InvalidOperation,
-                format!(
-                    "Encountered untrusted template or expression: '{e}' builds a condition out of rendered \
-                     text; write it as one expression, without {{{{ }}}}"
-                ),
-            ));
+            return Err(untrusted(e));
         };
         let value = with_root(ctx, || self.env.compile_expression(&prepared(inner))?.eval(ctx))?;
         if let Some(text) = value.as_str() {
@@ -316,6 +313,9 @@ impl Templates {
                     ErrorKind::InvalidOperation,
                     format!("Empty conditional expressions are not allowed ('{e}' gave empty text)."),
                 ));
+            }
+            if rendered_text(text) {
+                return Err(untrusted(text.trim()));
             }
             return self.eval(&rewrite::template_consts(text.trim()), ctx);
         }
@@ -356,6 +356,34 @@ tokio::task_local! {
     /// Conditionals a task judged that were templates with a value other than text (Ansible
     /// deprecates them, and its task result says so): counted for the task whose scope this is.
     pub static TEMPLATED_CONDITIONALS: std::cell::Cell<u32>;
+    /// Text the task's loop made by rendering a template written in the playbook around other
+    /// text (`'x == {{ y }}'`): Ansible 2.19 does not trust it as an expression, nor does `judge`.
+    pub static RENDERED_TEXT: std::cell::RefCell<std::collections::HashSet<String>>;
+}
+
+/// Whether `text` is one `RENDERED_TEXT` holds for the task under way.
+fn rendered_text(text: &str) -> bool {
+    RENDERED_TEXT.try_with(|r| r.borrow().contains(text.trim())).unwrap_or(false)
+}
+
+/// Notes the strings of `rendered` that rendering made of a template in `raw` written around
+/// other text (at the same place), for `judge`.
+pub fn note_rendered_text(raw: &serde_json::Value, rendered: &serde_json::Value) {
+    use serde_json::Value as J;
+    match (raw, rendered) {
+        (J::String(r), J::String(out)) if is_template(r) && yaml_single_expression(r).is_none() => {
+            let _ = RENDERED_TEXT.try_with(|t| t.borrow_mut().insert(out.trim().to_string()));
+        }
+        (J::Array(r), J::Array(out)) => r.iter().zip(out).for_each(|(a, b)| note_rendered_text(a, b)),
+        (J::Object(r), J::Object(out)) => {
+            for (k, a) in r {
+                if let Some(b) = out.get(k) {
+                    note_rendered_text(a, b);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A lookup's argument written as a template in the playbook (`rewrite::lookup_terms`),
@@ -401,6 +429,17 @@ fn term_failed(kind: &str, terms: &[Value]) -> Result<(), minijinja::Error> {
         Some(f) => Err(minijinja::Error::new(f.kind, f.detail.clone())),
         None => Ok(()),
     }
+}
+
+/// Ansible's refusal of a condition made by rendering text.
+fn untrusted(e: &str) -> minijinja::Error {
+    minijinja::Error::new(
+        ErrorKind::InvalidOperation,
+        format!(
+            "Encountered untrusted template or expression: '{e}' builds a condition out of rendered text; \
+             write it as one expression, without {{{{ }}}}"
+        ),
+    )
 }
 
 /// Whether `name` can name a plugin: a Python identifier, or dotted ones (a collection's FQCN).
