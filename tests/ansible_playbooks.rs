@@ -119,7 +119,7 @@ fn results_stay_data_and_conditionals_are_judged_as_ansible_judges_them() {
     let report = std::fs::read_to_string(ours.lab().path(0, "/opt/app/cond/report")).unwrap();
     assert_eq!(
         report,
-        "judged: True False\nwrapped: 1 True\nlooped: [False, True] False\nbuilt: True True\nmade: True True\n\
+        "judged: True False\nwrapped: 1 True\nlooped: [False, True] False\nbuilt: True True\nmade: True True True True\n\
          nameless: True True True\n"
     );
     assert_eq!(

@@ -376,6 +376,10 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
         }
     };
     let judge = |text: &str, r| judged(text, true, r);
+    // An Ansible task that may fail (ignore_errors, failed_when, a rescue) fails when it runs on
+    // what Ansible finds only then (an undefined variable, an untrusted condition), as
+    // Ansible's does, and the play goes on: not a problem of the playbook to refuse.
+    let tolerant = step.def.ansible && (step.def.ignore_errors || step.def.failed_when.is_some() || rescued(pb, step));
     for cond in [&step.def.when, &step.def.changed_when, &step.def.failed_when].into_iter().flatten() {
         let exprs = match cond {
             Condition::Bool(_) => vec![],
@@ -383,7 +387,10 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
             Condition::All(v) => v.clone(),
         };
         for e in exprs {
-            judge(&e, t.judge(&e, ctx).map(drop))?;
+            match t.judge(&e, ctx) {
+                Err(err) if tolerant && Templates::fails_when_run(&err) => {}
+                r => judge(&e, r.map(drop))?,
+            }
         }
     }
     for e in step.def.until.iter() {
@@ -400,10 +407,6 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     let mut strings = Vec::new();
     collect_strings(&serde_json::to_value(&def).unwrap_or(Value::Null), &mut strings);
     let action_json: Value = serde_json::from_str(&step.action.text()).unwrap_or(Value::Null);
-    // An Ansible task that may fail (ignore_errors, failed_when) fails when it runs on an
-    // undefined variable in its arguments, as Ansible's does, and the play goes on: not a
-    // problem of the playbook to refuse.
-    let tolerant = step.def.ansible && (step.def.ignore_errors || step.def.failed_when.is_some() || rescued(pb, step));
     match &step.action {
         Action::Assert(a) => {
             for e in a.that.to_vec() {

@@ -207,8 +207,8 @@ impl Job {
                 (Err(e), _) => {
                     return match when_holds(&ctx) {
                         Ok(false) => when_false(),
-                        Ok(true) => Outcome::failed(format!("loop: {e}")),
-                        Err(e) => Outcome::failed(e),
+                        Ok(true) => Outcome::failed_before_running(format!("loop: {e}")),
+                        Err(e) => Outcome::failed_before_running(e),
                     };
                 }
             },
@@ -237,7 +237,7 @@ impl Job {
             None => match when_holds(&ctx) {
                 Ok(true) => {}
                 Ok(false) => return when_false(),
-                Err(e) => return Outcome::failed(e),
+                Err(e) => return Outcome::failed_before_running(e),
             },
             Some(all) if all.is_empty() => {
                 let mut o = Outcome::skipped("No items in the list");
@@ -250,7 +250,7 @@ impl Job {
                     let item = Arc::new(item_vars(all, index, &Default::default()));
                     match when_holds(&self.context_data(item, self.data_with([var, "ansible_loop"]))) {
                         Ok(b) => runs.push(b),
-                        Err(e) => return Outcome::failed(e),
+                        Err(e) => return Outcome::failed_before_running(e),
                     }
                 }
                 if !runs.contains(&true) {
@@ -449,7 +449,7 @@ impl Job {
             })
         })() {
             Ok(g) => g,
-            Err(e) => return Outcome::failed(e),
+            Err(e) => return Outcome::failed_before_running(e),
         };
         // Command and shell export their environment themselves (under their guards); any
         // other module's remote commands get it from the connection, as a module's process would.

@@ -266,7 +266,8 @@ const NO_CHDIR_MSG: &str = "Unable to change directory before execution.";
 /// Whether a failed command or shell step failed before it ran anything (`chdir`, a missing
 /// program): the module reports no change then, where a command that ran and failed did.
 pub fn ran_nothing(o: &Outcome) -> bool {
-    [NO_CHDIR_MSG, NO_PROGRAM_MSG].iter().any(|m| o.result.get("msg").and_then(|v| v.as_str()) == Some(m))
+    o.not_run
+        || [NO_CHDIR_MSG, NO_PROGRAM_MSG].iter().any(|m| o.result.get("msg").and_then(|v| v.as_str()) == Some(m))
 }
 
 /// What the script says on stderr, and alone, where `chdir` could not be entered (the command

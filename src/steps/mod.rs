@@ -228,6 +228,9 @@ pub struct Outcome {
     /// What Ansible deprecates in the task as written (a conditional wrapped in `{{ }}`): in the
     /// registered result's `deprecations`, as Ansible's, and shown as warnings.
     pub deprecations: Vec<String>,
+    /// The step failed before it ran anything (its `when`, its loop or its guards could not be
+    /// judged): never a change, whatever the module.
+    pub not_run: bool,
 }
 
 /// What is said in place of text rendered from secrets.
@@ -255,6 +258,7 @@ impl Outcome {
             rendered_secrets: vec![],
             warnings: vec![],
             deprecations: vec![],
+            not_run: false,
         }
     }
 
@@ -328,6 +332,11 @@ impl Outcome {
         self.result.insert("stdout".into(), json!(stdout.trim_end_matches(['\r', '\n'])));
         self.result.insert("stderr".into(), json!(stderr.trim_end_matches(['\r', '\n'])));
         self
+    }
+
+    /// A failure before the step ran anything (see `not_run`).
+    pub fn failed_before_running(msg: impl Into<String>) -> Self {
+        Outcome { not_run: true, ..Outcome::failed(msg) }
     }
 
     /// The registered value: the result plus the status flags every result has.

@@ -307,6 +307,17 @@ impl Templates {
             return Err(untrusted(e));
         };
         let value = with_root(ctx, || self.env.compile_expression(&prepared(inner))?.eval(ctx))?;
+        // A variable the site wrote as a template around other text (`c: "{{ a }} == 1"`) holds
+        // rendered text, which Ansible does not trust as an expression either.
+        let name = inner.trim();
+        if value.as_str().is_some()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && let Some(serde_json::Value::String(raw)) = raw_var(ctx, name)
+            && is_template(&raw)
+            && yaml_single_expression(&raw).is_none()
+        {
+            return Err(untrusted(e));
+        }
         if let Some(text) = value.as_str() {
             if text.trim().is_empty() {
                 return Err(minijinja::Error::new(
