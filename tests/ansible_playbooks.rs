@@ -749,6 +749,25 @@ fn an_unsupported_argument_is_refused_never_dropped() {
     );
 }
 
+/// A conditional's constant written as a template is rendered (ansible-core 2.19): one that
+/// reads an undefined variable is an error, never a constant that compares unequal.
+#[test]
+fn a_conditionals_templated_constant_reading_an_undefined_variable_is_refused() {
+    refused(
+        "- hosts: web\n  tasks:\n    - debug: msg=ran\n      when: inventory_hostname != \"{{ nope }}\"\n",
+        r#"  x site.yml:4:13: step 'debug' on w1: the constant '{{ nope }}': 'nope' is undefined
+   ,-[site.yml:4:13]
+ 3 |     - debug: msg=ran
+ 4 |       when: inventory_hostname != "{{ nope }}"
+   :             ^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^
+   :                              `-- in this template
+   `----
+  help: define it in inventory/env.yaml, the inventory, the playbook's vars or with -e name=value (or guard it with `is defined`)
+
+"#,
+    );
+}
+
 #[test]
 fn validate_lists_every_problem_of_the_file_at_once() {
     refused(

@@ -401,13 +401,31 @@ pub fn note_rendered_text(raw: &serde_json::Value, rendered: &serde_json::Value)
 /// rendered with the variables where the lookup is called (a loop's too): a single expression
 /// keeps its value's type, as Ansible's templating of an argument does.
 fn lookup_term(state: &minijinja::State, text: String) -> Result<Value, minijinja::Error> {
-    let source = escape_backslashes(&text);
+    // The lookup says what failed: its own name first, when copctl has no such lookup.
+    Ok(render_term(state, &text).unwrap_or_else(|e| {
+        Value::from_object(TermFailed { kind: e.kind(), detail: e.detail().unwrap_or_default().to_string() })
+    }))
+}
+
+/// A conditional's string constant written as a template (`rewrite::template_consts`), rendered
+/// where it is judged; an error is the condition's.
+fn conditional_const(state: &minijinja::State, text: String) -> Result<Value, minijinja::Error> {
+    render_term(state, &text).map_err(|e| {
+        let detail = e.detail().unwrap_or_default().to_string();
+        minijinja::Error::new(e.kind(), format!("the constant {}: {detail}", py_repr(&text)))
+    })
+}
+
+/// `text` rendered with the variables where it is used: a single expression keeps its value's
+/// type, as Ansible's templating of a string does.
+fn render_term(state: &minijinja::State, text: &str) -> Result<Value, minijinja::Error> {
+    let source = escape_backslashes(text);
     let body = rewrite::apply_default(&source, false);
     let env = state.env();
     let names = env.template_from_str(&body)?.undeclared_variables(false);
     let ctx: BTreeMap<String, Value> = names.into_iter().filter_map(|n| state.lookup(&n).map(|v| (n, v))).collect();
     let ctx = Value::from(ctx);
-    let rendered = match single_expression(&source) {
+    match single_expression(&source) {
         Some(expr) => env.compile_expression(&prepared(expr)).and_then(|c| c.eval(&ctx)).and_then(|v| match v {
             v if v.is_undefined() => {
                 Err(minijinja::Error::new(ErrorKind::UndefinedError, format!("'{}' is undefined", expr.trim())))
@@ -415,11 +433,7 @@ fn lookup_term(state: &minijinja::State, text: String) -> Result<Value, minijinj
             v => Ok(v),
         }),
         None => env.render_str(&body, &ctx).map(Value::from),
-    };
-    // The lookup says what failed: its own name first, when copctl has no such lookup.
-    Ok(rendered.unwrap_or_else(|e| {
-        Value::from_object(TermFailed { kind: e.kind(), detail: e.detail().unwrap_or_default().to_string() })
-    }))
+    }
 }
 
 /// A lookup argument that did not render (`lookup_term`): the error, raised by the lookup.
@@ -1826,6 +1840,7 @@ fn add_filters(env: &mut Environment<'static>) {
     env.add_function("cycler", minijinja_contrib::globals::cycler);
     env.add_function(rewrite::CHAIN, rewrite::walk);
     env.add_function(rewrite::TERM, lookup_term);
+    env.add_function(rewrite::CONST, conditional_const);
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);

@@ -34,6 +34,9 @@ pub const SUB: &str = "__copctl_sub";
 /// The function a lookup's templated literal argument is rewritten into (see `lookup_terms`).
 pub const TERM: &str = "__copctl_term";
 
+/// The function a conditional's templated string constant is rewritten into (`template_consts`).
+pub const CONST: &str = "__copctl_const";
+
 type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
 
 /// `apply` with minijinja's default delimiters, remembered per text: the same few texts (a
@@ -138,7 +141,7 @@ pub fn template_consts(text: &str) -> Cow<'_, str> {
             && matches!(toks[k - 2].0, Token::Ident("lookup" | "query" | "q"));
         if templated && !named {
             let (start, end) = (span.start_offset as usize, span.end_offset as usize);
-            edits.push((start, end, format!("{TERM}({})", &text[start..end])));
+            edits.push((start, end, format!("{CONST}({})", &text[start..end])));
         }
     }
     edited(text, edits)
@@ -168,7 +171,8 @@ fn lookup_terms(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
                 Token::ParenClose | Token::BracketClose | Token::BraceClose => depth = depth.saturating_sub(1),
                 Token::Comma if depth == 0 => arg += 1,
                 // Already rewritten (a conditional's constant).
-                _ if matches!(toks[k - 1].0, Token::ParenOpen) && matches!(toks[k - 2].0, Token::Ident(TERM)) => {}
+                _ if matches!(toks[k - 1].0, Token::ParenOpen)
+                    && matches!(toks[k - 2].0, Token::Ident(TERM | CONST)) => {}
                 Token::Str(s) if arg > 0 && (s.contains("{{") || s.contains("{%")) => {
                     let (start, end) = (toks[k].1.start_offset as usize, toks[k].1.end_offset as usize);
                     edits.push((start, end, format!("{TERM}({})", &text[start..end])));
@@ -536,12 +540,12 @@ mod tests {
     fn a_conditionals_templated_constants_are_rendered_in_place() {
         assert_eq!(
             template_consts(r#""dude" == "du{{'de'}}" and x == 'plain'"#),
-            r#""dude" == __copctl_term("du{{'de'}}") and x == 'plain'"#
+            r#""dude" == __copctl_const("du{{'de'}}") and x == 'plain'"#
         );
         assert_eq!(template_consts("a == b"), "a == b");
         // A lookup's name stays; its other arguments are rewritten once.
         let c = template_consts(r#"lookup('{{ "pipe" }}') or lookup('pipe', 'echo {{ x }}') == 'x'"#).into_owned();
-        assert_eq!(c, r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_term('echo {{ x }}')) == 'x'"#);
+        assert_eq!(c, r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_const('echo {{ x }}')) == 'x'"#);
         assert_eq!(apply(&c, SyntaxConfig::default(), true), c);
     }
 
