@@ -253,8 +253,9 @@ pub enum Value {
 impl std::fmt::Display for Value {
     /// As `ansible-config dump` prints it (Python's `str`: `True`, `['a', 'b']`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let list =
-            |items: Vec<String>| format!("[{}]", items.iter().map(|s| py_repr(s)).collect::<Vec<_>>().join(", "));
+        let list = |items: Vec<String>| {
+            format!("[{}]", items.iter().map(|s| crate::template::py_repr(s)).collect::<Vec<_>>().join(", "))
+        };
         match self {
             Value::Str(s) => f.write_str(s),
             Value::Path(p) => write!(f, "{}", p.display()),
@@ -263,15 +264,6 @@ impl std::fmt::Display for Value {
             Value::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
             Value::List(l) => f.write_str(&list(l.clone())),
         }
-    }
-}
-
-/// Python's `repr` of a string, for lists (single quotes unless the text holds one).
-fn py_repr(s: &str) -> String {
-    if s.contains('\'') && !s.contains('"') {
-        format!("\"{s}\"")
-    } else {
-        format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
     }
 }
 

@@ -91,36 +91,40 @@ fn modulo(text: &str) -> bool {
     (0..b.len()).any(|i| b[i] == b'%' && (i == 0 || b[i - 1] != b'{') && b.get(i + 1) != Some(&b'}'))
 }
 
-/// `text` (a template, or a bare expression where `expr`) with both rewrites made. Text it
+/// `text` (a template, or a bare expression where `expr`) with every rewrite made. Text it
 /// cannot tokenize is left as it is, for the compiler to report.
 pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
-    let chained = chains(text, syntax.clone(), expr);
-    let done = if !modulo(&chained) {
-        chained
-    } else {
-        match chained {
-            Cow::Borrowed(t) => percent(t, syntax.clone(), expr),
-            Cow::Owned(t) => Cow::Owned(percent(&t, syntax.clone(), expr).into_owned()),
-        }
-    };
-    let done = if !dates_subtracted(&done) {
-        done
-    } else {
-        match done {
-            Cow::Borrowed(t) => minus(t, syntax.clone(), expr),
-            Cow::Owned(t) => Cow::Owned(minus(&t, syntax.clone(), expr).into_owned()),
-        }
-    };
-    if !templated_terms(&done) {
+    let done = chains(text, syntax.clone(), expr);
+    let done = then(done, modulo, |t| percent(t, syntax.clone(), expr));
+    let done = then(done, dates_subtracted, |t| minus(t, syntax.clone(), expr));
+    then(done, templated_terms, |t| lookup_terms(t, syntax.clone(), expr))
+}
+
+/// `rewrite` made on `done` where `wanted` says it may apply (a text not copied when unchanged).
+fn then<'a>(
+    done: Cow<'a, str>,
+    wanted: fn(&str) -> bool,
+    rewrite: impl for<'b> Fn(&'b str) -> Cow<'b, str>,
+) -> Cow<'a, str> {
+    if !wanted(&done) {
         return done;
     }
     match done {
-        Cow::Borrowed(t) => lookup_terms(t, syntax, expr),
-        Cow::Owned(t) => Cow::Owned(lookup_terms(&t, syntax, expr).into_owned()),
+        Cow::Borrowed(t) => rewrite(t),
+        Cow::Owned(t) => Cow::Owned(rewrite(&t).into_owned()),
     }
 }
 
-/// Every string literal of the expression `text` that holds a template, as `__copctl_term`:
+/// A string literal holding a template.
+fn templated_literal(tok: &Token<'_>) -> bool {
+    match tok {
+        Token::Str(s) => s.contains("{{") || s.contains("{%"),
+        Token::String(s) => s.contains("{{") || s.contains("{%"),
+        _ => false,
+    }
+}
+
+/// Every string literal of the expression `text` that holds a template, as `__copctl_const`:
 /// ansible-core 2.19 renders a conditional expression's constants (`"dude" == "du{{'de'}}"` is
 /// true), where a template's (`{{ ... }}`) it leaves as they are but for a lookup's arguments.
 pub fn template_consts(text: &str) -> Cow<'_, str> {
@@ -130,16 +134,11 @@ pub fn template_consts(text: &str) -> Cow<'_, str> {
     let Some(toks) = tokens(text, SyntaxConfig::default(), true) else { return Cow::Borrowed(text) };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     for (k, (tok, span)) in toks.iter().enumerate() {
-        let templated = match tok {
-            Token::Str(s) => s.contains("{{") || s.contains("{%"),
-            Token::String(s) => s.contains("{{") || s.contains("{%"),
-            _ => false,
-        };
         // Not a lookup's name: Ansible never renders it.
         let named = k >= 2
             && matches!(toks[k - 1].0, Token::ParenOpen)
             && matches!(toks[k - 2].0, Token::Ident("lookup" | "query" | "q"));
-        if templated && !named {
+        if templated_literal(tok) && !named {
             let (start, end) = (span.start_offset as usize, span.end_offset as usize);
             edits.push((start, end, format!("{CONST}({})", &text[start..end])));
         }
@@ -173,11 +172,7 @@ fn lookup_terms(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
                 // Already rewritten (a conditional's constant).
                 _ if matches!(toks[k - 1].0, Token::ParenOpen)
                     && matches!(toks[k - 2].0, Token::Ident(TERM | CONST)) => {}
-                Token::Str(s) if arg > 0 && (s.contains("{{") || s.contains("{%")) => {
-                    let (start, end) = (toks[k].1.start_offset as usize, toks[k].1.end_offset as usize);
-                    edits.push((start, end, format!("{TERM}({})", &text[start..end])));
-                }
-                Token::String(s) if arg > 0 && (s.contains("{{") || s.contains("{%")) => {
+                t if arg > 0 && templated_literal(t) => {
                     let (start, end) = (toks[k].1.start_offset as usize, toks[k].1.end_offset as usize);
                     edits.push((start, end, format!("{TERM}({})", &text[start..end])));
                 }
