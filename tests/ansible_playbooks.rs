@@ -436,7 +436,7 @@ fn facts_copctl_does_not_gather_are_named_before_the_run() {
     let out = site.command(["validate", "unguarded.yml"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("step 'debug' on lab-1: `ansible_mounts` is undefined"), "{stderr}");
+    assert!(stderr.contains("step 'debug' on lab-1: 'ansible_mounts' is undefined"), "{stderr}");
     assert!(
         stderr.contains("help: 'ansible_mounts' is a fact Ansible gathers and copctl does not (README: Facts)"),
         "{stderr}"

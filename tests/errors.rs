@@ -170,7 +170,7 @@ fn undefined_template_variable_in_a_step() {
         .args(["plan", "site"])
         .status(1)
         .stdout("")
-        .stderr(r#"  x playbooks/site.yaml:8:21: step 'write' on w1: `domian` is undefined
+        .stderr(r#"  x playbooks/site.yaml:8:21: step 'write' on w1: 'domian' is undefined
    ,-[playbooks/site.yaml:8:21]
  7 |           dest: /etc/x
  8 |           content: "{{ domian }}"
@@ -194,7 +194,7 @@ fn undefined_template_variable_in_a_template_file() {
         .args(["plan", "site"])
         .status(1)
         .stdout("")
-        .stderr(r#"  x templates/app.conf.j2:2:1: template for w1: `registry_hots` is undefined
+        .stderr(r#"  x templates/app.conf.j2:2:1: template for w1: 'registry_hots' is undefined
    ,-[templates/app.conf.j2:2:1]
  1 | domain={{ domain }}
  2 | registry={{ registry_hots }}

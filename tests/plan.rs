@@ -250,9 +250,9 @@ fn validate_checks_every_shipped_playbook() {
         .args(["validate", "-e", &ca_arg])
         .stderr("")
         .stdout(
-            r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: `node` is undefined
-note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: `node` is undefined
-note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: `node` is undefined
+            r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: 'node' is undefined
+note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: 'node' is undefined
+note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: 'node' is undefined
 ok: 9 host(s), 7 group(s), 15 playbook(s), 1014 planned task(s); nothing was run
 "#,
         )

@@ -323,13 +323,15 @@ fn inside_registered(e: &minijinja::Error, text: &str, registered: &HashSet<Stri
     let d = describe_error(e);
     // A method called on such a lookup (`r.stdout_lines[0].split()`) names it at the end.
     let named =
-        d.strip_suffix(" is undefined)").and_then(|r| r.rsplit_once("(`")).and_then(|(_, p)| p.strip_suffix('`'));
+        d.strip_suffix(" is undefined)").and_then(|r| r.rsplit_once(" ('")).and_then(|(_, p)| p.strip_suffix('\''));
     if !Templates::is_undefined_error(e) && named.is_none() {
         return d.contains("expects a registered result")
             && d.contains("not undefined")
             && registered.iter().any(|r| text.contains(&format!("{r}.")) || text.contains(&format!("{r}[")));
     }
-    let Some(path) = named.or_else(|| d.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(p, _)| p)) else {
+    let Some(path) =
+        named.or_else(|| d.strip_prefix('\'').and_then(|r| r.rsplit_once("' is undefined")).map(|(p, _)| p))
+    else {
         return false;
     };
     let root = path.split(['.', '[']).next().unwrap_or(path);

@@ -601,8 +601,8 @@ impl Job {
 fn python_error(t: &Templates, e: &minijinja::Error, ctx: &minijinja::Value) -> String {
     let d = crate::template::describe_error(e);
     let attr = d
-        .strip_prefix('`')
-        .and_then(|x| x.strip_suffix("` is undefined"))
+        .strip_prefix('\'')
+        .and_then(|x| x.strip_suffix("' is undefined"))
         .and_then(|x| x.rsplit_once('.'))
         .filter(|(base, _)| t.eval(base, ctx).is_ok_and(|v| v.kind() == minijinja::value::ValueKind::Map));
     match attr {

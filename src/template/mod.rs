@@ -103,12 +103,18 @@ fn header_overrides<'a>(source: &'a str, base: &Syntax) -> Result<(&'a str, Synt
     let Some(rest) = source.strip_prefix("#jinja2:") else { return Ok((source, base.clone())) };
     let fail = |msg: String| minijinja::Error::new(ErrorKind::SyntaxError, msg);
     let Some((line, body)) = rest.split_once('\n') else {
-        return Err(fail("missing newline after the '#jinja2:' override line".into()));
+        return Err(fail("Missing newline after '#jinja2:' override.".into()));
     };
     let mut o = base.clone();
     for pair in line.split(',') {
+        if pair.trim().is_empty() {
+            return Err(fail("Empty '#jinja2:' override pair not allowed.".into()));
+        }
         let Some((key, val)) = pair.split_once(':') else {
-            return Err(fail(format!("'#jinja2:' override {:?}: no ':' between key and value", pair.trim())));
+            return Err(fail(format!(
+                "Missing key-value separator `:` in '#jinja2:' override pair {}.",
+                py_repr(pair)
+            )));
         };
         let (key, text) = (key.trim(), val.trim());
         let value = crate::inventory::pyliteral::literal_eval(text);
@@ -133,7 +139,7 @@ fn header_overrides<'a>(source: &'a str, base: &Syntax) -> Result<(&'a str, Synt
             "comment_end_string" => o.comment_end_string = string(&value)?,
             "line_statement_prefix" => o.line_statement_prefix = string(&value)?,
             "line_comment_prefix" => o.line_comment_prefix = string(&value)?,
-            _ => return Err(fail(format!("'#jinja2:' override key '{key}' is not one of Jinja's settings"))),
+            _ => return Err(fail(format!("Invalid '#jinja2:' override key {}.", py_repr(key)))),
         }
     }
     Ok((body, o))
@@ -192,11 +198,12 @@ impl Templates {
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         // Ansible 2.19 prints a null as nothing (`x{{ none }}y` is `xy`); inside a list it stays
         // `None`, and a template that is one expression keeps the null itself.
-        env.set_formatter(
-            |out, state, value| {
-                if value.is_none() { Ok(()) } else { minijinja::escape_formatter(out, state, value) }
-            },
-        );
+        env.set_formatter(|out, state, value| {
+            if !matches!(value.kind(), minijinja::value::ValueKind::String | minijinja::value::ValueKind::None) {
+                PRINTED.with(|p| p.borrow_mut().as_mut().map(|p| p.push(value.clone())));
+            }
+            if value.is_none() { Ok(()) } else { minijinja::escape_formatter(out, state, value) }
+        });
         let dir = override_dir.clone();
         env.set_loader(move |name| Ok(load_template(&dir, name)));
         add_filters(&mut env);
@@ -504,7 +511,27 @@ pub fn describe_error(e: &minijinja::Error) -> String {
     if Templates::is_undefined_error(e) && !msg.contains("undefined") && !msg.contains("has no attribute") {
         msg = format!("undefined variable: {msg}");
     }
-    msg
+    python_quotes(msg)
+}
+
+/// "`x` is undefined" (Jinja's words in MiniJinja) in Jinja2's and Ansible's: "'x' is
+/// undefined", which playbooks test for (`error.msg is contains "'y' is undefined"`); an index
+/// past a list's end also in Jinja2's words ("object has no element 0").
+fn python_quotes(msg: String) -> String {
+    let mut out = match msg.rfind("` is undefined").and_then(|end| Some((msg[..end].rfind('`')?, end))) {
+        Some((start, end)) => format!("{}'{}'{}", &msg[..start], &msg[start + 1..end], &msg[end + 1..]),
+        None => msg,
+    };
+    let index = out
+        .strip_suffix("]' is undefined")
+        .and_then(|e| e.rsplit_once('['))
+        .map(|(_, i)| i.trim())
+        .filter(|i| i.parse::<i64>().is_ok())
+        .map(str::to_string);
+    if let Some(i) = index {
+        out.push_str(&format!(" (object has no element {i})"));
+    }
+    out
 }
 
 /// The context a template sees for one host: its variables (rendered lazily when they hold
@@ -582,6 +609,29 @@ thread_local! {
     /// template lookup renders its file with (minijinja gives a function one variable at a
     /// time, and the lookup's file may read any of them, as Ansible's sees the task's vars).
     static ROOTS: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Set while the template lookup renders a file: the values other than text that its
+    /// expressions printed, for `native_result`.
+    static PRINTED: std::cell::RefCell<Option<Vec<Value>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Renders with `render`, noting the values other than text that expressions print.
+fn noting_printed<T>(render: impl FnOnce() -> T) -> (T, Vec<Value>) {
+    let outer = PRINTED.with(|p| p.replace(Some(Vec::new())));
+    let out = render();
+    let printed = PRINTED.with(|p| p.replace(outer)).unwrap_or_default();
+    (out, printed)
+}
+
+/// What Ansible 2.19's template lookup gives for a file rendered to `text`: Jinja's native
+/// concatenation returns the one node a template printed as itself (a macro's body likewise,
+/// so `{% macro m() %}{{ {'a': 1} }}{% endmacro %}{{ m() }}` is a mapping) and joins several
+/// as text. Here: a value printed whose text is the whole output, the trailing newline Jinja
+/// strips aside (`render_text` puts it back); several such, the one printed first (a macro's
+/// body prints before its caller prints the macro's text).
+fn native_result(env: &Environment<'_>, source: &str, text: &str, printed: &[Value]) -> Option<Value> {
+    let core = if source.ends_with('\n') { text.strip_suffix('\n')? } else { text };
+    let text_of = |v: &Value| noting_printed(|| env.render_str("{{ v }}", minijinja::context! { v => v.clone() })).0;
+    printed.iter().find(|v| text_of(v).is_ok_and(|t| t == core)).cloned()
 }
 
 /// Runs `f` as the plan's checks render: no lookup runs a command on the bastion (`pipe` gives
@@ -697,7 +747,28 @@ fn template_lookup(
         let one = body.starts_with("{{") && body.ends_with("}}") && syntax == Syntax::default();
         match single_expression(body).filter(|_| one) {
             Some(expr) => out.push(with_root(&vars, || state.env().compile_expression(&prepared(expr))?.eval(&vars))?),
-            None => out.push(Value::from(render_text(state.env(), term, &source, &vars, &syntax)?)),
+            None if search.is_empty() => {
+                let (text, printed) = noting_printed(|| render_text(state.env(), term, &source, &vars, &syntax));
+                let text = text?;
+                out.push(native_result(state.env(), &source, &text, &printed).unwrap_or_else(|| Value::from(text)));
+            }
+            None => {
+                // Its includes and imports as Ansible's lookup finds them: beside the template,
+                // then in each directory of the search path's templates/ and itself.
+                let mut dirs: Vec<PathBuf> = full.parent().map(Path::to_path_buf).into_iter().collect();
+                dirs.extend(search.iter().flat_map(|p| [Path::new(p).join("templates"), PathBuf::from(p)]));
+                let mut env = state.env().clone();
+                env.clear_templates();
+                env.set_loader(move |n| {
+                    if n.split('/').any(|c| c == "..") {
+                        return Ok(None);
+                    }
+                    Ok(dirs.iter().find_map(|d| std::fs::read_to_string(d.join(n)).ok()))
+                });
+                let (text, printed) = noting_printed(|| render_text(&env, term, &source, &vars, &syntax));
+                let text = text?;
+                out.push(native_result(&env, &source, &text, &printed).unwrap_or_else(|| Value::from(text)));
+            }
         }
     }
     Ok(out)
@@ -1839,6 +1910,7 @@ fn add_filters(env: &mut Environment<'static>) {
     env.add_function("joiner", minijinja_contrib::globals::joiner);
     env.add_function("cycler", minijinja_contrib::globals::cycler);
     env.add_function(rewrite::CHAIN, rewrite::walk);
+    env.add_function(rewrite::VAR, rewrite::var);
     env.add_function(rewrite::TERM, lookup_term);
     env.add_function(rewrite::CONST, conditional_const);
     env.add_function("lookup", lookup);
@@ -2118,13 +2190,15 @@ mod tests {
             r("#jinja2: trim_blocks: no\n{{ 1 }}").unwrap_err(),
             "'#jinja2:' override trim_blocks: no is not True or False"
         );
+        assert_eq!(r("#jinja2: x: 1\n{{ 1 }}").unwrap_err(), "Invalid '#jinja2:' override key 'x'.");
+        assert_eq!(r("#jinja2: trim_blocks {{ 1 }}").unwrap_err(), "Missing newline after '#jinja2:' override.");
         assert_eq!(
-            r("#jinja2: x: 1\n{{ 1 }}").unwrap_err(),
-            "'#jinja2:' override key 'x' is not one of Jinja's settings"
+            r("#jinja2: lstrip_blocks=True\n{{ 1 }}").unwrap_err(),
+            "Missing key-value separator `:` in '#jinja2:' override pair ' lstrip_blocks=True'."
         );
         assert_eq!(
-            r("#jinja2: trim_blocks {{ 1 }}").unwrap_err(),
-            "missing newline after the '#jinja2:' override line"
+            r("#jinja2: trim_blocks: True,\n{{ 1 }}").unwrap_err(),
+            "Empty '#jinja2:' override pair not allowed."
         );
     }
 
@@ -2190,6 +2264,19 @@ mod tests {
         assert!(t.eval("'580.95.05' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(!t.eval("'550.1' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(t.eval("'v1.31.4+rke2r1' is version('v1.32.0', '<')", &ctx).unwrap().is_true());
+    }
+
+    #[test]
+    fn a_variable_whose_value_reads_an_undefined_one_is_undefined_to_default_and_defined() {
+        let t = Templates::new(None);
+        let mut vars = crate::inventory::Vars::new();
+        vars.insert("deep".into(), serde_json::json!("{{ nope }}"));
+        let ctx = host_context(&t, "h", vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        assert_eq!(t.render_str("{{ deep | default('d') }} {{ deep is undefined }}", &ctx).unwrap(), "d True");
+        assert!(t.judge("deep is undefined and deep.x is undefined", &ctx).unwrap().is_true());
+        // Printed, it fails on what it reads.
+        let e = t.render_str("{{ deep }}", &ctx).unwrap_err();
+        assert_eq!(describe_error(&e), "variable 'deep' (\"{{ nope }}\"): 'nope' is undefined");
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub const TERM: &str = "__copctl_term";
 /// The function a conditional's templated string constant is rewritten into (`template_consts`).
 pub const CONST: &str = "__copctl_const";
 
+/// The function a variable under `default` or `is defined` is looked up by (`var`).
+pub const VAR: &str = "__copctl_var";
+
 type Toks<'t> = Vec<(Token<'t>, minijinja::machinery::Span)>;
 
 /// `apply` with minijinja's default delimiters, remembered per text: the same few texts (a
@@ -67,7 +70,7 @@ pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
 /// Whether either rewrite can apply: a `default`/`defined`/`d(` after an attribute, or a `%`
 /// outside `{%`/`%}`.
 fn might_rewrite(text: &str) -> bool {
-    chains_possible(text) || modulo(text) || dates_subtracted(text) || templated_terms(text)
+    chains_possible(text) || modulo(text) || dates_subtracted(text) || templated_terms(text) || text.contains('+')
 }
 
 /// A lookup or query whose arguments may hold a template literal.
@@ -82,7 +85,7 @@ fn dates_subtracted(text: &str) -> bool {
 
 fn chains_possible(text: &str) -> bool {
     (text.contains("default") || text.contains("defined") || text.contains("d("))
-        && (text.contains('.') || text.contains('['))
+        && (text.contains('.') || text.contains('[') || !text.contains("{%"))
 }
 
 /// A `%` that is not part of `{%` or `%}`.
@@ -97,7 +100,42 @@ pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
     let done = chains(text, syntax.clone(), expr);
     let done = then(done, modulo, |t| percent(t, syntax.clone(), expr));
     let done = then(done, dates_subtracted, |t| minus(t, syntax.clone(), expr));
-    then(done, templated_terms, |t| lookup_terms(t, syntax.clone(), expr))
+    let done = then(done, templated_terms, |t| lookup_terms(t, syntax.clone(), expr));
+    then(done, |t| t.contains('+'), |t| unary_plus(t, syntax.clone(), expr))
+}
+
+/// Jinja2's unary `+` (`[-2.5, +2.5]`), which minijinja's parser lacks: left out, as Python's
+/// `+` leaves a number as it is.
+fn unary_plus(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
+    let Some(toks) = tokens(text, syntax, expr) else { return Cow::Borrowed(text) };
+    let mut edits = Vec::new();
+    for (i, (tok, span)) in toks.iter().enumerate() {
+        if !matches!(tok, Token::Plus) {
+            continue;
+        }
+        // Binary where it follows an operand (a name other than an operator word, a literal, a
+        // closing bracket); unary anywhere else.
+        let unary = match i.checked_sub(1).map(|p| &toks[p].0) {
+            None => expr,
+            Some(Token::Ident(k)) => matches!(*k, "and" | "or" | "not" | "in" | "is" | "if" | "else"),
+            Some(
+                Token::Str(_)
+                | Token::String(_)
+                | Token::Int(_)
+                | Token::Int128(_)
+                | Token::Float(_)
+                | Token::ParenClose
+                | Token::BracketClose
+                | Token::BraceClose
+                | Token::TemplateData(_),
+            ) => false,
+            Some(_) => true,
+        };
+        if unary {
+            edits.push((span.start_offset as usize, span.end_offset as usize, String::new()));
+        }
+    }
+    edited(text, edits)
 }
 
 /// `rewrite` made on `done` where `wanted` says it may apply (a text not copied when unchanged).
@@ -406,6 +444,34 @@ fn operand_end(toks: &Toks<'_>, at: usize) -> Option<usize> {
     }
 }
 
+/// Jinja's words that are no variable.
+fn is_word(n: &str) -> bool {
+    matches!(
+        n,
+        "and" | "or" | "not" | "in" | "is" | "if" | "else" | "true" | "false" | "none" | "True" | "False" | "None"
+    )
+}
+
+/// The variable `name` where the template is: undefined where its value cannot be made for
+/// want of a variable (a lazy variable reading an undefined one); any other failure stays.
+pub fn var(state: &minijinja::State, name: &str) -> Result<Value, minijinja::Error> {
+    match state.lookup(name) {
+        None => Ok(Value::UNDEFINED),
+        // minijinja keeps an invalid value's error to itself but for its text.
+        Some(v) if v.kind() == minijinja::value::ValueKind::Invalid => {
+            let text = v.to_string();
+            match text.strip_prefix("<invalid value: ") {
+                Some(e) if e.starts_with("undefined value") => Ok(Value::UNDEFINED),
+                _ => Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    text.trim_start_matches("<invalid value: ").trim_end_matches('>').to_string(),
+                )),
+            }
+        }
+        Some(v) => Ok(v),
+    }
+}
+
 /// `root`'s attributes and items by `path` (pairs of `'a'`/`'i'` and the name or key), an
 /// undefined from the first one missing on.
 pub fn walk(root: Value, path: Rest<Value>) -> Value {
@@ -447,12 +513,33 @@ fn chains(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
         if !applies {
             continue;
         }
-        let Some((root, steps)) = chain_before(&toks, i, text) else { continue };
+        // A variable whose value is a template reading an undefined one (`x: "{{ nope }}"`) is
+        // undefined to `default` and `is defined`, as Ansible's lazy variables are: looked up by
+        // name (`VAR`), not by minijinja's lookup, which fails on the spot. Not in a text with
+        // blocks, where a macro encloses only the names its body reads.
+        let by_name = !text.contains("{%");
+        let named = |k: usize| match &toks[k].0 {
+            Token::Ident(n) if by_name && !is_word(n) => format!("{VAR}('{n}')"),
+            _ => span_text(text, &toks, k, k).to_string(),
+        };
+        let Some((root, steps)) = chain_before(&toks, i, text) else {
+            let plain = match (&toks[i - 1].0, i.checked_sub(2).map(|b| &toks[b].0)) {
+                (Token::Ident(n), before) => {
+                    by_name && !is_word(n) && !matches!(before, Some(Token::Dot | Token::Pipe | Token::Ident("is")))
+                }
+                _ => false,
+            };
+            let (start, end) = (toks[i - 1].1.start_offset as usize, toks[i - 1].1.end_offset as usize);
+            if plain && !edits.iter().any(|&(s, e, _)| s < end && start < e) {
+                edits.push((start, end, named(i - 1)));
+            }
+            continue;
+        };
         let (start, end) = (toks[root].1.start_offset as usize, toks[i - 1].1.end_offset as usize);
         if edits.iter().any(|&(s, e, _)| s < end && start < e) {
             continue;
         }
-        let mut call = format!("{CHAIN}({}", span_text(text, &toks, root, root));
+        let mut call = format!("{CHAIN}({}", named(root));
         for step in steps.iter().rev() {
             match step {
                 Step::Attr(name) => call.push_str(&format!(", 'a', '{name}'")),
@@ -545,6 +632,18 @@ mod tests {
     }
 
     #[test]
+    fn a_unary_plus_is_left_out_a_binary_one_stays() {
+        assert_eq!(rw("{{ [-2.5, +2.5, 1 + 2.5] }}"), "{{ [-2.5, 2.5, 1 + 2.5] }}");
+        assert_eq!(apply("+x + (+1) * y", SyntaxConfig::default(), true), "x + (1) * y");
+        assert_eq!(rw("{{ a + b }}{{ 'c' ~ +d if not +e else '+' }}"), "{{ a + b }}{{ 'c' ~ d if not e else '+' }}");
+        let t = crate::template::Templates::new(None);
+        assert_eq!(
+            t.render_str("{{ [1 + 2 * 3 / 4] + [-2.5, +2.5, 1 + 2.5] }}", &minijinja::Value::from(())).unwrap(),
+            "[2.5, -2.5, 2.5, 3.5]"
+        );
+    }
+
+    #[test]
     fn a_lookups_templated_literal_arguments_are_rendered_its_name_and_variables_are_not() {
         assert_eq!(
             rw("{{ lookup('pipe', 'echo {{ \"dude\" }}') }}"),
@@ -596,19 +695,35 @@ mod tests {
 
     #[test]
     fn chains_before_default_and_defined_become_lookups_that_stop_at_undefined() {
-        assert_eq!(rw("{{ cfg.port | default(80) }}"), "{{ __copctl_chain(cfg, 'a', 'port') | default(80) }}");
+        assert_eq!(
+            rw("{{ cfg.port | default(80) }}"),
+            "{{ __copctl_chain(__copctl_var('cfg'), 'a', 'port') | default(80) }}"
+        );
+        // In a text with blocks the variable itself stays (a macro encloses what its body reads).
         assert_eq!(
             rw("{% if item['opts'].mode is not defined %}x{% endif %}"),
             "{% if __copctl_chain(item, 'i', ('opts'), 'a', 'mode') is not defined %}x{% endif %}"
         );
-        assert_eq!(rw("{{ a.0.b|d('z') }}"), "{{ __copctl_chain(a, 'i', (0), 'a', 'b')|d('z') }}");
-        // Left alone: a plain variable, a chain that is printed, a slice, a call's result.
-        for same in ["{{ cfg | default(1) }}", "{{ cfg.port }}", "{{ a[1:2].b | default(1) }}", "{{ f().x | d(1) }}"] {
+        assert_eq!(rw("{{ a.0.b|d('z') }}"), "{{ __copctl_chain(__copctl_var('a'), 'i', (0), 'a', 'b')|d('z') }}");
+        // A plain variable is looked up by name: one whose value cannot be made is undefined.
+        assert_eq!(rw("{{ cfg | default(1) }}"), "{{ __copctl_var('cfg') | default(1) }}");
+        assert_eq!(
+            apply("x is undefined or none | default(y is defined)", SyntaxConfig::default(), true),
+            "__copctl_var('x') is undefined or none | default(__copctl_var('y') is defined)"
+        );
+        // Left alone: a chain that is printed, a slice, a call's result, a variable in a text
+        // with blocks.
+        for same in [
+            "{{ cfg.port }}",
+            "{{ a[1:2].b | default(1) }}",
+            "{{ f().x | d(1) }}",
+            "{% set a = 1 %}{{ a | default(2) }}",
+        ] {
             assert_eq!(rw(same), same);
         }
         assert_eq!(
             apply("x.y is defined and z", SyntaxConfig::default(), true),
-            "__copctl_chain(x, 'a', 'y') is defined and z"
+            "__copctl_chain(__copctl_var('x'), 'a', 'y') is defined and z"
         );
     }
 
