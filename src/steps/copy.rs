@@ -37,6 +37,9 @@ pub struct CopyArgs {
     /// A link at `dest` is followed: the file it points at gets the content, the link stays.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub follow: bool,
+    /// The file's owner, group and ids in the result, as Ansible's module returns them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub file_result: bool,
 }
 
 impl CopyArgs {
@@ -59,6 +62,19 @@ impl Kind for CopyArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        let mut o = self.put(cx).await;
+        // A directory's copy returns what Ansible's does for a tree, not one file's attributes.
+        if self.file_result && !self.src.as_ref().is_some_and(|s| cx.local_dir.join(s).is_dir()) {
+            let src = self.src.as_ref().filter(|_| !self.remote_src).map(|s| cx.local_dir.join(s));
+            let src = src.map(|s| std::path::absolute(&s).unwrap_or(s).display().to_string());
+            super::transfer::file_result(cx, &mut o, src.as_deref().or(self.src.as_deref())).await;
+        }
+        o
+    }
+}
+
+impl CopyArgs {
+    async fn put(&self, cx: &StepCtx<'_>) -> Outcome {
         let followed;
         let a = if self.follow && !self.remote_src && !self.dest.ends_with('/') {
             match follow_link(cx, &self.dest).await {

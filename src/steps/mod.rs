@@ -476,7 +476,7 @@ async fn run_kind<K: Kind>(cx: &StepCtx<'_>, args: &K, guards: &Guards) -> Outco
     let mut secret = Vec::new();
     let mut o = match render_args_noting_secrets(cx.templates, args, cx.vars, &mut secret) {
         Ok(a) => a.apply(cx, guards).await,
-        Err(e) => Outcome::failed(e),
+        Err(e) => Outcome::failed_before_running(e),
     };
     o.rendered_secrets.extend(secret);
     o
@@ -534,6 +534,7 @@ mod tests {
             validate: None,
             directory_mode: None,
             follow: false,
+            file_result: false,
         });
         assert_eq!(copy.source(), r#"copy: {"content":"{{ pw }}","dest":"/x"}"#);
     }

@@ -29,6 +29,9 @@ pub struct TemplateArgs {
     pub preserve_mode: Option<bool>,
     /// A command (`%s`: the rendered file, in a temporary file) that must succeed first.
     pub validate: Option<String>,
+    /// The file's owner, group and ids in the result, as Ansible's module returns them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub file_result: bool,
 }
 
 fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> minijinja::Value {
@@ -95,6 +98,10 @@ impl Kind for TemplateArgs {
         o.result.insert("checksum".into(), json!(sha1));
         if let Some(m) = mode.as_ref().and_then(|m| m.bits().ok()) {
             o.result.insert("mode".into(), json!(format!("{m:04o}")));
+        }
+        if a.file_result {
+            let src = std::path::absolute(cx.local_dir.join(&a.src)).unwrap_or_else(|_| cx.local_dir.join(&a.src));
+            super::transfer::file_result(cx, &mut o, Some(&src.display().to_string())).await;
         }
         o
     }

@@ -162,6 +162,44 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
     }))
 }
 
+/// What Ansible's copy and template return of the file they put in place: its `uid`, `gid`,
+/// `owner`, `group` and `mode`; where the content was written its `md5sum` and the `src` it came
+/// from, where nothing changed the file module's `path`. One command, after the step (a file
+/// check mode did not write adds nothing).
+pub async fn file_result(cx: &StepCtx<'_>, o: &mut Outcome, src: Option<&str>) {
+    if !matches!(o.status, super::Status::Ok | super::Status::Changed) {
+        return;
+    }
+    let Some(dest) = o.result.get("dest").and_then(|d| d.as_str()).map(str::to_string) else { return };
+    let written = o.status == super::Status::Changed && !cx.check;
+    let script = format!(
+        "p={}; [ -e \"$p\" ] || exit 0; stat -L -c '%u %g %U %G %a' -- \"$p\"{}",
+        shell_quote(&dest),
+        if written { " && md5sum < \"$p\"" } else { "" }
+    );
+    let Ok(out) = cx.sh(&script, None).await else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let f: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+    let [uid, gid, owner, group, mode] = f[..] else { return };
+    let r = &mut o.result;
+    r.insert("uid".into(), uid.parse::<u64>().map_or(json!(uid), |n| json!(n)));
+    r.insert("gid".into(), gid.parse::<u64>().map_or(json!(gid), |n| json!(n)));
+    r.insert("owner".into(), json!(owner));
+    r.insert("group".into(), json!(group));
+    r.entry("mode").or_insert_with(|| json!(format!("{:04o}", u32::from_str_radix(mode, 8).unwrap_or(0))));
+    if written {
+        if let Some(md5) = lines.next().and_then(|l| l.split_whitespace().next()) {
+            r.insert("md5sum".into(), json!(md5));
+        }
+        if let Some(src) = src {
+            r.insert("src".into(), json!(src));
+        }
+    } else {
+        r.insert("path".into(), json!(dest));
+    }
+}
+
 /// For a file only its owner may read (no group or other read bit, like 0600 files holding
 /// tokens and passwords), the diff is a notice: its old lines could hold a secret copctl has
 /// never seen as a value (a password since changed), which no masking would catch.

@@ -537,6 +537,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     if def.get("when") == Some(&Value::Bool(false)) {
         def.remove("delegate_to");
     }
+    // Ansible's copy and template return the file's owner, group, ids (and md5sum where it
+    // changed): one more command a host, paid only where a task keeps its result.
+    if matches!(kind, "copy" | "template")
+        && def.contains_key("register")
+        && let Some(args) = t.args.as_object_mut()
+    {
+        args.insert("file_result".into(), Value::Bool(true));
+    }
     def.insert(kind.to_string(), t.args);
     def.insert("ansible".into(), Value::Bool(true));
     // Ansible shows an unnamed task by its module, as written.
