@@ -188,6 +188,13 @@ const DEFS: &[Def] = &[
         env: &["ANSIBLE_ROLES_PATH"],
         meaning: "where an Ansible playbook's roles are looked for, after roles/ beside it",
     },
+    Def {
+        name: "DEFAULT_MANAGED_STR",
+        kind: Kind::Str,
+        ini: &[("defaults", "ansible_managed")],
+        env: &[],
+        meaning: "the ansible_managed text of Ansible playbooks' templates ({file}, {host}, {uid}, strftime at the file's time)",
+    },
 ];
 
 /// Keys Ansible knows that copctl leaves alone on purpose, with why (listed under `-v`).
@@ -394,6 +401,14 @@ impl AnsibleCfg {
                     Some(help(def).to_string()),
                 )
             })?;
+            if def.name == "DEFAULT_MANAGED_STR" {
+                cfg.warnings.push(format!(
+                    "{}:{}: [defaults] ansible_managed is deprecated by Ansible (removed in ansible-core 2.23): \
+                     set the ansible_managed variable, or use any variable of your own in templates",
+                    path.display(),
+                    e.line
+                ));
+            }
             cfg.settings.push(Setting {
                 name: def.name,
                 value,

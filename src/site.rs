@@ -31,6 +31,8 @@ pub struct SiteOptions {
     /// The vault secrets for a vault-encrypted inventory, env.yaml or `-e @file`, and their
     /// `!vault` values: read only when one is met.
     pub vault: Arc<Vault>,
+    /// ansible.cfg's `ansible_managed`, for templates' `ansible_managed`.
+    pub ansible_managed: Option<String>,
 }
 
 #[derive(Debug)]
@@ -91,6 +93,7 @@ impl Site {
         let extra = parse_extra_vars_vaulted(&opts.extra_vars, vault)?;
         let inventory_secrets = inventory.secret_var_names();
         let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
+        site.templates = site.templates.with_ansible_managed(opts.ansible_managed.clone());
         site.playbooks.vault = Some(opts.vault.clone());
         if let [only] = opts.inventory.as_slice()
             && only.is_file()

@@ -100,6 +100,24 @@ fn templates_built_of_others_and_written_during_the_run_end_as_ansible_leaves_th
     same_as_ansible("templates-included.yml");
 }
 
+/// ansible.cfg's `ansible_managed` in a template's `ansible_managed` (Python's format of
+/// `{file}`, `{host}`, `{uid}`, strftime at the template's time), a template whose name is a
+/// template found in the playbook's templates/, a fetched file read back on the bastion by the
+/// file lookup (absent when planned), and an undefined variable in an included template failing
+/// its task in Jinja2's words.
+#[test]
+fn ansible_managed_and_files_made_on_the_bastion_end_as_ansible_leaves_them() {
+    let managed = "ansible_managed = Managed by {uid} on {host}: {file} (%Y-%m-%d %H:%M)\n";
+    let (theirs, ours) = (site(2), site(2));
+    for s in [&theirs, &ours] {
+        s.edit("ansible.cfg", |c| c.replacen("[defaults]\n", &format!("[defaults]\n{managed}"), 1));
+    }
+    same_as_ansible_on(&theirs, &ours, "templates-managed.yml");
+    let conf = std::fs::read_to_string(ours.lab().path(0, "/opt/app/managed/node.conf")).unwrap();
+    assert!(conf.starts_with("# Managed by root on "), "{conf}");
+    assert!(conf.contains(": kinds/node.conf.j2 (20"), "{conf}");
+}
+
 /// The command and shell modules' results: chdir, globbed and relative guards, check mode,
 /// `cmd`, and `skipped` only on a skipped result.
 #[test]

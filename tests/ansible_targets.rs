@@ -34,10 +34,21 @@ struct Target {
     inventory: &'static str,
     /// Every task passes under copctl (asserted).
     passes: bool,
+    /// Run as ansible-test runs it on its controller: `testhost` is a local connection and
+    /// `OUTPUT_DIR` is set (the target reads back on the controller, with the file lookup, what
+    /// it wrote on the host). The controller runs inside a lab host, which is the test host.
+    local: bool,
 }
 
 const fn role(name: &'static str, passes: bool) -> Target {
-    Target { name, playbooks: &[], inventory: "", passes }
+    Target { name, playbooks: &[], inventory: "", passes, local: false }
+}
+
+/// A target run by ansible-test's local controller (`Target::local`): `playbooks` as its
+/// runme.sh runs them (`site.yml`: the target's role), each with the ansible.cfg its runme.sh
+/// gives (a playbook written `NAME.yml@CFG`).
+const fn local(name: &'static str, playbooks: &'static [&'static str], passes: bool) -> Target {
+    Target { name, playbooks, inventory: "", passes, local: true }
 }
 
 /// A runme.sh target: its `playbooks` run in the target's directory against `inventory`.
@@ -47,7 +58,7 @@ const fn plays(
     inventory: &'static str,
     passes: bool,
 ) -> Target {
-    Target { name, playbooks, inventory, passes }
+    Target { name, playbooks, inventory, passes, local: false }
 }
 
 /// ansible-test's inventory for targets on one host, and `localhost` for plays that name it.
@@ -59,7 +70,25 @@ const TARGETS: &[Target] = &[
     role("lineinfile", true),
     role("replace", true),
     role("file", true),
-    role("template", false),
+    local(
+        "template",
+        &[
+            "site.yml",
+            "ansible_managed.yml@ansible_managed.cfg",
+            "ansible_managed.yml@ansible_managed_templated.cfg",
+            "custom_template.yml",
+            "corner_cases.yml",
+            "unused_vars_include.yml",
+            "undefined_var_info.yml",
+            "72615.yml",
+            "6653.yml",
+            "template_overrides.yml",
+            "lazy_eval.yml",
+            "undefined_in_import.yml",
+        ],
+        true,
+    ),
+    local("template", &["filter_plugins.yml", "72262.yml", "unsafe.yml"], false),
     role("loops", true),
     role("stat", true),
     role("copy", false),
@@ -125,7 +154,7 @@ const TARGETS: &[Target] = &[
 ];
 
 /// The targets CI runs.
-const SMOKE: &[&str] = &["replace", "stat", "command_shell"];
+const SMOKE: &[&str] = &["replace", "stat", "command_shell", "template"];
 
 const KEYS: [&str; 6] = ["ok", "changed", "failed", "skipped", "ignored", "rescued"];
 
@@ -162,13 +191,27 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
             names.push(h);
         }
     }
-    let site = ansible::site(names.len().max(1), "ansible-targets");
+    // A local target's controller runs inside the lab host, which must see the Python the
+    // peers' venv links to (its own /root is empty).
+    let mut opts = common::lab::LabOptions::default();
+    if t.local
+        && let Ok(python) = std::fs::canonicalize(repo().join(".peers/venv/bin/python3"))
+        && let Some(prefix) = python.ancestors().nth(2)
+    {
+        opts.see.push(prefix.to_path_buf());
+    }
+    let site = ansible::site_with(names.len().max(1), "ansible-targets", opts);
     // A runme.sh target's own roles/ first, as its runme.sh sets ANSIBLE_ROLES_PATH=./roles.
     let own = if t.playbooks.is_empty() { String::new() } else { format!("{}/roles:", site.dir().display()) };
     site.edit("ansible.cfg", |c| {
         c.replacen("[defaults]\n", &format!("[defaults]\nroles_path = {own}{}\n", dir.display()), 1)
     });
-    if names.is_empty() {
+    if t.local {
+        site.write(
+            "inventory.ini",
+            "[testhost]\ntesthost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n",
+        );
+    } else if names.is_empty() {
         let host = &site.lab().hosts[0].name;
         // As ansible-test's inventory names it (targets run `{{ ansible_python_interpreter }}`).
         site.edit("inventory.ini", |c| {
@@ -184,12 +227,52 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
             format!("{c}\n{groups}{}\n", t.inventory)
         });
     }
-    if t.playbooks.is_empty() {
-        site.write("site.yml", format!("- hosts: all\n  gather_facts: true\n  roles:\n    - {}\n", t.name));
-    } else {
+    if !t.playbooks.is_empty() {
         copy_dir(&dir.join(t.name), site.dir());
     }
+    if t.playbooks.is_empty() || t.local {
+        site.write("site.yml", format!("- hosts: all\n  gather_facts: true\n  roles:\n    - {}\n", t.name));
+    }
+    if t.local {
+        // The site where the controller inside the lab host sees it: the same path there.
+        let inner = site.lab().path(0, &site.dir().display().to_string());
+        copy_dir(site.dir(), &inner);
+        std::fs::create_dir_all(inner.join("output")).unwrap();
+    }
     site
+}
+
+/// `c` as run for target `t`: for a local target, inside the lab host (its mount, UTS and PID
+/// namespaces and root), in the same directory and environment, with ansible-test's
+/// OUTPUT_DIR; as it is otherwise.
+fn for_target(t: &Target, site: &Site, mut c: std::process::Command) -> std::process::Command {
+    if !t.local {
+        return c;
+    }
+    c.env("OUTPUT_DIR", site.path("output"));
+    let pid = site.lab().pid(0).expect("the lab host is up").to_string();
+    let mut n = std::process::Command::new("nsenter");
+    n.args(["-t", &pid, "-m", "-u", "-p", "-r", "-w", "--", "env"]);
+    if let Some(d) = c.get_current_dir() {
+        n.arg(format!("--chdir={}", d.display()));
+    }
+    let envs: Vec<_> = c.get_envs().collect();
+    for (k, _) in envs.iter().filter(|(_, v)| v.is_none()) {
+        n.arg(format!("--unset={}", k.to_string_lossy()));
+    }
+    for (k, v) in envs.iter().filter_map(|(k, v)| Some((k, (*v)?))) {
+        n.arg(format!("{}={}", k.to_string_lossy(), v.to_string_lossy()));
+    }
+    n.arg(c.get_program()).args(c.get_args());
+    n
+}
+
+/// A playbook's name and the ansible.cfg it runs with (`NAME.yml@CFG`: the target's CFG).
+fn with_cfg(pb: &str) -> (&str, Option<&str>) {
+    match pb.split_once('@') {
+        Some((p, cfg)) => (p, Some(cfg)),
+        None => (pb, None),
+    }
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -219,7 +302,15 @@ fn copctl_outcome(t: &Target, dir: &std::path::Path) -> Vec<Outcome> {
     for pb in playbooks(t) {
         all.push(Outcome::default());
         let out = all.last_mut().expect("pushed");
-        let v = site.command(["validate", pb[0]]).output().unwrap();
+        let (name, cfg) = with_cfg(pb[0]);
+        let command = |args: &[&str]| {
+            let mut c = site.command(args);
+            if let Some(cfg) = cfg {
+                c.env("ANSIBLE_CONFIG", site.path(cfg));
+            }
+            for_target(t, &site, c)
+        };
+        let v = command(&["validate", name]).output().unwrap();
         if !v.status.success() {
             // One line per problem: "file:line:col: message", the file under the targets' dir.
             let prefix = format!("{}/", dir.display());
@@ -233,7 +324,9 @@ fn copctl_outcome(t: &Target, dir: &std::path::Path) -> Vec<Outcome> {
             out.refused.extend(if problems.is_empty() { vec![text] } else { problems });
             continue;
         }
-        let ran = site.command(["run"].iter().chain(&pb).chain(&["--output", "json"])).output().unwrap();
+        let args: Vec<&str> =
+            ["run", name].into_iter().chain(pb[1..].iter().copied()).chain(["--output", "json"]).collect();
+        let ran = command(&args).output().unwrap();
         // Kept beside ansible-playbook's log of the same playbook, to compare them.
         let log = repo().join(format!("target/ansible-targets-{}-{}.copctl.log", t.name, pb[0].replace('/', "_")));
         let _ = std::fs::write(log, [ran.stdout.as_slice(), ran.stderr.as_slice()].concat());
@@ -269,18 +362,18 @@ fn ansible_outcome(t: &Target, dir: &std::path::Path) -> Vec<Outcome> {
     for pb in playbooks(t) {
         all.push(Outcome::default());
         let out = all.last_mut().expect("pushed");
-        let o = ansible_cmd("ansible-playbook")
-            .args(["-i", "inventory.ini"])
-            .args(&pb)
+        let (name, cfg) = with_cfg(pb[0]);
+        let mut c = ansible_cmd("ansible-playbook");
+        c.args(["-i", "inventory.ini", name])
+            .args(&pb[1..])
             .current_dir(site.dir())
-            .env("ANSIBLE_CONFIG", site.path("ansible.cfg"))
-            .env("HOME", site.path("home"))
-            .output()
-            .unwrap();
+            .env("ANSIBLE_CONFIG", site.path(cfg.unwrap_or("ansible.cfg")))
+            .env("HOME", site.path("home"));
+        let o = for_target(t, &site, c).output().unwrap();
         let text = stdout(&o);
         // Ansible's whole output beside the report, to see which of its tasks failed.
         let log = repo().join(format!("target/ansible-targets-{}-{}.log", t.name, pb[0].replace('/', "_")));
-        let _ = std::fs::write(log, &text);
+        let _ = std::fs::write(log, format!("{text}{}", stderr(&o)));
         for line in text.lines().skip_while(|l| !l.starts_with("PLAY RECAP")).skip(1) {
             let Some((_, counts)) = line.split_once(" : ") else { continue };
             for (i, k) in KEYS.iter().enumerate() {

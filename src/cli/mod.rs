@@ -120,6 +120,7 @@ impl Cli {
             playbook_dir: self.playbook_dir.clone(),
             template_dir: self.template_dir.clone(),
             vault: self.vault(),
+            ansible_managed: self.cfg().str("DEFAULT_MANAGED_STR").map(str::to_string),
         })
     }
 

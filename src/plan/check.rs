@@ -230,6 +230,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             r.iter().cloned().chain(facts.flatten()).chain(gathered).collect()
         })
         .collect();
+    let bastion_writes: Vec<bool> = plan.playbooks.iter().map(|pb| writes_on_bastion(site, plan, pb)).collect();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
@@ -261,7 +262,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if ruled_out(&site.templates, known_when.as_ref(), &ctx) {
                 continue;
             }
-            let known = Known { made: &made[t.playbook] };
+            let known = Known { made: &made[t.playbook], bastion_writes: bastion_writes[t.playbook] };
             check_step(site, pb, step, host, &ctx, known)?;
             continue;
         };
@@ -310,7 +311,14 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {
                 continue;
             }
-            check_step(site, pb, step, host, &ctx, Known { made: &made_here })?;
+            check_step(
+                site,
+                pb,
+                step,
+                host,
+                &ctx,
+                Known { made: &made_here, bastion_writes: bastion_writes[t.playbook] },
+            )?;
         }
     }
     Ok(())
@@ -344,6 +352,31 @@ struct Known<'a> {
     /// Registered results (and a loop variable over the run's items), every set_fact fact and
     /// the gathered facts: values only the run makes.
     made: &'a HashSet<String>,
+    /// The playbook writes files on the bastion (a fetch, a delegated task, a host with a local
+    /// connection): a file a lookup reads there may be one of them, made before its task runs.
+    bastion_writes: bool,
+}
+
+/// Whether `e` names a test, filter or function that does not exist.
+fn unknown_name(e: &minijinja::Error) -> bool {
+    use minijinja::ErrorKind::{UnknownFilter, UnknownFunction, UnknownTest};
+    matches!(e.kind(), UnknownFilter | UnknownFunction | UnknownTest)
+}
+
+/// Whether a run of `pb` in `plan` may write files on the bastion: it fetches, delegates a
+/// task, or runs on a host with a local connection.
+fn writes_on_bastion(site: &Site, plan: &Plan, pb: &Playbook) -> bool {
+    let local = |h: &str| {
+        (crate::inventory::is_implicit_localhost(h) && !site.inventory.hosts.contains_key(h))
+            || site
+                .inventory
+                .host_vars(h)
+                .get("ansible_connection")
+                .and_then(|v| v.as_str())
+                .is_some_and(|c| matches!(c, "local" | "ansible.builtin.local"))
+    };
+    pb.all_steps().any(|s| matches!(s.action, Action::Fetch(_)) || s.def.delegate_to.is_some())
+        || plan.graph.node_weights().filter_map(|t| t.host.as_deref()).any(local)
 }
 
 /// Whether an error of `text` may come of a value only the run makes (`r.stdout.split()[0]`,
@@ -371,6 +404,9 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
     let fail = |text: &str, e: minijinja::Error| -> Error { inline_error(pb, step, host, text, &e) };
     let judged = |text: &str, expr: bool, r: std::result::Result<(), minijinja::Error>| -> Result<()> {
         match r {
+            // A test, filter or function no one has is the text's, whatever values it reads.
+            Err(e) if unknown_name(&e) => Err(fail(text, e)),
+            Err(e) if known.bastion_writes && Templates::reads_missing_file(&e) => Ok(()),
             Err(e) if !inside_registered(&e, text, known.made) && !from_run_values(t, text, expr, ctx, known.made) => {
                 Err(fail(text, e))
             }
@@ -458,8 +494,16 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
                 Some("templates are looked up in the site's templates/ directory, then the built-in ones".into()),
             ));
         };
-        let ctx = crate::steps::template::with_template_vars(ctx, &src, &a.dest);
-        match t.render_file(&src, &ctx) {
+        let full = std::path::absolute(&src).unwrap_or_else(|_| std::path::PathBuf::from(&src));
+        let path = a.template_path.as_deref().unwrap_or(&src);
+        let (ctx, rendered) = match crate::steps::template::with_template_vars(t, ctx, path, &full, &a.dest) {
+            Ok(with) => {
+                let r = t.render_file(&src, &with);
+                (with, r)
+            }
+            Err(e) => (ctx.clone(), Err(e)),
+        };
+        match rendered {
             // A block's rescue is there for what its tasks fail at (a template that cannot
             // render, on purpose): the run fails the task as Ansible does, and the rescue runs.
             Err(_) if tolerant && rescued(pb, step) => {}

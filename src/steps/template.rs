@@ -32,34 +32,29 @@ pub struct TemplateArgs {
     /// The file's owner, group and ids in the result, as Ansible's module returns them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub file_result: bool,
+    /// The source as an Ansible task named it, before it was looked for (`template_path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_path: Option<String>,
 }
 
-fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> minijinja::Value {
+fn template_vars(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<minijinja::Value, minijinja::Error> {
     let full = std::path::absolute(cx.local_dir.join(&a.src)).unwrap_or_else(|_| cx.local_dir.join(&a.src));
-    with_template_vars(cx.vars, &full.display().to_string(), &a.dest)
+    with_template_vars(cx.templates, cx.vars, a.template_path.as_deref().unwrap_or(&a.src), &full, &a.dest)
 }
 
-/// The variables Ansible's template module adds for the file it renders (over the host's):
-/// `ansible_managed` (its default text, "Ansible managed", unless the site sets one),
-/// `template_host` (the bastion's
-/// name), `template_path`/`template_fullpath` and `template_destpath`. Not the run date or the
-/// file's times, which would make the file differ on every run.
-pub fn with_template_vars(vars: &minijinja::Value, src: &str, dest: &str) -> minijinja::Value {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    // A site's own `ansible_managed` stays, as Ansible leaves it.
-    let managed = vars
-        .get_attr("ansible_managed")
-        .ok()
-        .filter(|v| !v.is_undefined())
-        .unwrap_or_else(|| minijinja::Value::from("Ansible managed"));
-    minijinja::context! {
-        ansible_managed => managed,
-        template_host => host.trim(),
-        template_path => src,
-        template_fullpath => src,
-        template_destpath => dest,
-        ..vars.clone()
-    }
+/// The host's variables with those Ansible's template module adds for the file it renders
+/// over them (`Templates::template_file_vars`: `ansible_managed`, `template_host`,
+/// `template_path` as the task named the file, `template_fullpath`, `template_uid`,
+/// `template_destpath`). Not the run date or the file's time as datetimes, which would make the
+/// file differ on every run.
+pub fn with_template_vars(
+    t: &crate::template::Templates,
+    vars: &minijinja::Value,
+    path: &str,
+    full: &std::path::Path,
+    dest: &str,
+) -> Result<minijinja::Value, minijinja::Error> {
+    Ok(minijinja::context! { ..t.template_file_vars(vars, path, full, Some(dest))?, ..vars.clone() })
 }
 
 impl Kind for TemplateArgs {
@@ -70,7 +65,7 @@ impl Kind for TemplateArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
         let syntax = a.syntax.clone().unwrap_or_default();
-        let text = match cx.templates.render_file_with(&a.src, &template_vars(cx, a), &syntax) {
+        let text = match template_vars(cx, a).and_then(|v| cx.templates.render_file_with(&a.src, &v, &syntax)) {
             Ok(t) => t,
             Err(e) => return Outcome::failed(format!("template {}: {}", a.src, crate::template::describe_error(&e))),
         };

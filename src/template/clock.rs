@@ -29,6 +29,11 @@ fn try_strftime(t: &NaiveDateTime, fmt: &str) -> Result<String, Error> {
     Ok(out)
 }
 
+/// Python's `time.strftime(fmt, t)`, for the template module's `ansible_managed`.
+pub(super) fn python_strftime(t: &NaiveDateTime, fmt: &str) -> Result<String, Error> {
+    try_strftime(t, fmt)
+}
+
 fn strftime(t: &NaiveDateTime, fmt: &str) -> String {
     try_strftime(t, fmt).unwrap_or_default()
 }

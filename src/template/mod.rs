@@ -230,6 +230,26 @@ impl Templates {
         self
     }
 
+    /// ansible.cfg's `ansible_managed` (Ansible's DEFAULT_MANAGED_STR), which the template
+    /// module and lookup make their `ansible_managed` of where the task's variables have none.
+    pub fn with_ansible_managed(mut self, format: Option<String>) -> Self {
+        if let Some(f) = format {
+            Arc::make_mut(&mut self.env).add_global(MANAGED, Value::from(f));
+        }
+        self
+    }
+
+    /// The names Ansible's template module adds for a template file (`template_file_vars`).
+    pub fn template_file_vars(
+        &self,
+        vars: &Value,
+        path: &str,
+        full: &Path,
+        dest: Option<&str>,
+    ) -> Result<Value, minijinja::Error> {
+        template_file_vars(&self.env, vars, path, full, dest)
+    }
+
     /// The text of a template file, for error snippets and checks.
     pub fn source(&self, name: &str) -> Option<String> {
         load_template(&self.override_dir, name)
@@ -355,15 +375,21 @@ impl Templates {
     }
 
     pub fn is_undefined_error(e: &minijinja::Error) -> bool {
-        e.kind() == ErrorKind::UndefinedError
+        innermost(e).kind() == ErrorKind::UndefinedError
     }
 
     /// Whether `e` is an error Ansible raises only when the task runs, where copctl's plan may
     /// leave it to the run for a task that expects to fail (ignore_errors, a rescue): an
     /// undefined variable, a lookup no plugin can be, an untrusted conditional. Unsupported
     /// modules, filters and lookups stay refused when planned.
+    /// Whether `e` is the file lookup's for a file the bastion does not have (yet).
+    pub fn reads_missing_file(e: &minijinja::Error) -> bool {
+        let detail = innermost(e).detail().unwrap_or_default();
+        detail.starts_with("lookup('file', ") && detail.ends_with(&format!(": {}", MISSING))
+    }
+
     pub fn fails_when_run(e: &minijinja::Error) -> bool {
-        let detail = e.detail().unwrap_or_default();
+        let detail = innermost(e).detail().unwrap_or_default();
         Self::is_undefined_error(e)
             || (detail.starts_with("The lookup plugin ") && detail.ends_with(" was not found."))
             || detail.starts_with("Encountered untrusted template or expression")
@@ -503,7 +529,20 @@ pub fn py_repr(s: &str) -> String {
 }
 
 /// A template error in one line: what is undefined or wrong.
+/// The error inside included and imported templates: minijinja wraps one failing there as
+/// `error in "NAME"`, where Jinja2 raises the error itself.
+fn innermost(e: &minijinja::Error) -> &minijinja::Error {
+    let mut e = e;
+    while e.kind() == ErrorKind::BadInclude
+        && let Some(inner) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<minijinja::Error>())
+    {
+        e = inner;
+    }
+    e
+}
+
 pub fn describe_error(e: &minijinja::Error) -> String {
+    let e = innermost(e);
     let mut msg = match e.detail() {
         Some(d) => d.to_string(),
         None => e.kind().to_string(),
@@ -687,6 +726,106 @@ fn with_root<T>(ctx: &Value, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The file lookup's words for a file that is not there.
+const MISSING: &str = "No such file or directory";
+
+/// The global holding ansible.cfg's `ansible_managed`, where the site sets one.
+const MANAGED: &str = "__copctl_ansible_managed";
+
+/// What Ansible's template module and lookup add to the task's variables for a template file
+/// (`path` as the task named it, `full` where it was found): `template_host` (the bastion's
+/// name), `template_path`, `template_fullpath`, `template_uid` (the file's owner),
+/// `template_destpath` (the module's), and `ansible_managed` where `vars` has none: ansible.cfg's
+/// (Python's `str.format` of it with `{file}`, `{host}` and `{uid}` as those variables, then
+/// `time.strftime` at the file's modification time, then rendered as a template), else its
+/// default "Ansible managed". Not `template_run_date` or `template_mtime` (datetimes).
+fn template_file_vars(
+    env: &Environment<'_>,
+    vars: &Value,
+    path: &str,
+    full: &Path,
+    dest: Option<&str>,
+) -> Result<Value, minijinja::Error> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let meta = std::fs::metadata(full).ok();
+    let uid = meta.as_ref().map(|m| m.uid());
+    let owner = uid.map(|u| user_name(u).map_or_else(|| Value::from(u), Value::from));
+    let mut names: BTreeMap<&str, Value> = BTreeMap::from([
+        ("template_host", Value::from(host.trim())),
+        ("template_path", Value::from(path)),
+        ("template_fullpath", Value::from(full.display().to_string())),
+    ]);
+    if let Some(o) = owner {
+        names.insert("template_uid", o);
+    }
+    if let Some(d) = dest {
+        names.insert("template_destpath", Value::from(d));
+    }
+    if vars.get_attr("ansible_managed").is_ok_and(|v| !v.is_undefined()) {
+        return Ok(Value::from(names));
+    }
+    let format = env.globals().find(|(k, _)| *k == MANAGED).map(|(_, v)| v.to_string());
+    let managed = match format {
+        None => Value::from("Ansible managed"),
+        Some(f) => {
+            let text = python_format(&f, &|k| match k {
+                "file" => Some("{{ template_path }}"),
+                "host" => Some("{{ template_host }}"),
+                "uid" => Some("{{ template_uid }}"),
+                _ => None,
+            })
+            .map_err(|e| fail(format!("ansible.cfg's ansible_managed: {e}")))?;
+            let mtime = meta.as_ref().map_or(0, |m| m.mtime());
+            let at = chrono::DateTime::from_timestamp(mtime, 0).unwrap_or_default();
+            let text = clock::python_strftime(&at.with_timezone(&chrono::Local).naive_local(), &text)?;
+            let ctx = minijinja::context! { ..Value::from(names.clone()), ..vars.clone() };
+            Value::from(render_text(env, "ansible_managed", &text, &ctx, &Syntax::default())?)
+        }
+    };
+    names.insert("ansible_managed", managed);
+    Ok(Value::from(names))
+}
+
+/// The bastion's name for user `uid` (Python's `pwd.getpwuid(uid).pw_name`).
+fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to memory owned here and sized as passed.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r filled pw_name with a NUL-terminated string inside buf.
+    Some(unsafe { std::ffi::CStr::from_ptr(pw.pw_name) }.to_string_lossy().into_owned())
+}
+
+/// Python's `str.format` with named fields only (`{{`/`}}` a brace): a field `value` does not
+/// know is Python's KeyError, in its words.
+fn python_format(text: &str, value: &dyn Fn(&str) -> Option<&'static str>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        if after.as_bytes().first() == Some(&c) {
+            out.push(c as char);
+            rest = &after[1..];
+        } else if c == b'}' {
+            return Err("Single '}' encountered in format string".into());
+        } else {
+            let end = after.find('}').ok_or("Single '{' encountered in format string")?;
+            let field = &after[..end];
+            out.push_str(value(field).ok_or_else(|| format!("KeyError: {}", py_repr(field)))?);
+            rest = &after[end + 1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Ansible's template lookup: each term a file found in `templates/` along the task's search
 /// path (as the file lookup finds files), rendered with the task's variables, the template
 /// module's `ansible_managed`/`template_*` names and `template_vars` over them; Jinja's
@@ -727,20 +866,9 @@ fn template_lookup(
             return Err(fail(format!("the template file {term} could not be found for the lookup")));
         };
         let full = std::path::absolute(&path).unwrap_or(path);
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let managed = ctx
-            .get_attr("ansible_managed")
-            .ok()
-            .filter(|v| !v.is_undefined())
-            .unwrap_or_else(|| Value::from("Ansible managed"));
         let vars = minijinja::context! {
             ..extra.clone().unwrap_or_else(|| Value::from(BTreeMap::<String, Value>::new())),
-            ..minijinja::context! {
-                ansible_managed => managed,
-                template_host => host.trim(),
-                template_path => term,
-                template_fullpath => full.display().to_string(),
-            },
+            ..template_file_vars(state.env(), &ctx, term, &full, None)?,
             ..ctx.clone()
         };
         let body = source.strip_suffix('\n').unwrap_or(&source);
@@ -829,8 +957,11 @@ fn run_lookup(
             for term in terms {
                 let term = text(term)?;
                 let path = find_file(&search, "files", &term);
-                let t = std::fs::read_to_string(&path)
-                    .map_err(|e| fail(format!("lookup('file', '{term}'): cannot read {}: {e}", path.display())))?;
+                let t = std::fs::read_to_string(&path).map_err(|e| {
+                    let why =
+                        if e.kind() == std::io::ErrorKind::NotFound { MISSING.to_string() } else { e.to_string() };
+                    fail(format!("lookup('file', '{term}'): cannot read {}: {why}", path.display()))
+                })?;
                 let t = if lstrip { t.trim_start() } else { &t };
                 let t = if rstrip { t.trim_end() } else { t };
                 out.push(Value::from(t));
@@ -2264,6 +2395,19 @@ mod tests {
         assert!(t.eval("'580.95.05' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(!t.eval("'550.1' is version('565.57.01', '>=')", &ctx).unwrap().is_true());
         assert!(t.eval("'v1.31.4+rke2r1' is version('v1.32.0', '<')", &ctx).unwrap().is_true());
+    }
+
+    #[test]
+    fn ansible_managed_is_pythons_format_of_the_setting() {
+        let v = |k: &str| match k {
+            "file" => Some("F"),
+            "host" => Some("H"),
+            _ => None,
+        };
+        assert_eq!(python_format("{file} on {host} {{literal}} %Y", &v).unwrap(), "F on H {literal} %Y");
+        assert_eq!(python_format("by {user}", &v).unwrap_err(), "KeyError: 'user'");
+        assert_eq!(python_format("a } b", &v).unwrap_err(), "Single '}' encountered in format string");
+        assert_eq!(python_format("a { b", &v).unwrap_err(), "Single '{' encountered in format string");
     }
 
     #[test]

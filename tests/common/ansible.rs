@@ -12,7 +12,12 @@ use super::{Site, ansible_cmd, stderr, stdout};
 /// A site on `n` fresh lab hosts with the fixture directory `fixture` and an ansible.cfg (the
 /// collections scripts/peers-setup.sh extracts: ansible.posix, community.general).
 pub fn site(n: usize, fixture: &str) -> Site {
-    let site = Site::hosts(n);
+    site_with(n, fixture, super::lab::LabOptions::default())
+}
+
+/// `site` on a lab started with `opts`.
+pub fn site_with(n: usize, fixture: &str, opts: super::lab::LabOptions) -> Site {
+    let site = Site::hosts_with(n, opts);
     site.fixture(fixture);
     let d = site.dir().display().to_string();
     site.write(

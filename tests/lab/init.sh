@@ -24,6 +24,13 @@ if [ -n "${3:-}" ]; then
   mkdir -p "$m/var/lib/copctl-cluster"
   mount --bind "$3" "$m/var/lib/copctl-cluster"
 fi
+# Directories of the machine the host sees as they are, read-only (LabOptions::see).
+shift 3 2>/dev/null || shift $#
+for d in "$@"; do
+  mkdir -p "$m$d"
+  mount --bind "$d" "$m$d"
+  mount -o remount,bind,ro "$m$d"
+done
 cd "$m"
 pivot_root . .oldroot
 umount -l /.oldroot

@@ -35,6 +35,9 @@ pub struct LabOptions {
     /// user: without a password (`None`) or with this one (real sudo, its PAM and the host's
     /// /etc/shadow).
     pub sudo_user: Option<(String, Option<String>)>,
+    /// Directories of this machine each host sees at the same path, read-only, whatever its
+    /// own root holds there (a Python installed under /root, which is the host's own).
+    pub see: Vec<PathBuf>,
 }
 
 /// The sudo user's uid and gid on lab hosts.
@@ -315,6 +318,7 @@ impl Lab {
             .arg(&h.dir)
             .arg(&h.name)
             .arg(&shared)
+            .args(&self.opts.see)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

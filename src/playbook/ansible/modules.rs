@@ -643,6 +643,9 @@ pub fn translate(
                 ]
             };
             if let Some(src) = src {
+                if let (Value::String(s), "template") = (&src.value, name) {
+                    out.insert("template_path".into(), json!(s));
+                }
                 match &src.value {
                     Value::String(s) if remote => {
                         out.insert("src".into(), json!(s));
@@ -650,18 +653,13 @@ pub fn translate(
                     }
                     Value::String(s) if s.contains("{{") || s.contains("{%") => {
                         // Known only when the task runs: an absolute path is used as it is, a
-                        // relative one is looked for where Ansible looks first (files/ or
-                        // templates/ of the role, else beside the playbook).
+                        // relative one is looked for where Ansible looks (files/ or templates/
+                        // of the role and the role itself, then of the playbook's directory),
+                        // the first place named where it is nowhere (its error names that one).
                         let sub = if name == "copy" { "files" } else { "templates" };
-                        let first = dirs.first().map(PathBuf::as_path).unwrap_or(dir);
-                        let base = std::path::absolute(first.join(sub)).unwrap_or_else(|_| first.join(sub));
-                        out.insert(
-                            "src".into(),
-                            json!(format!(
-                                "{{% set copctl_src %}}{s}{{% endset %}}{{% if copctl_src is startingwith('/') %}}{{{{ copctl_src }}}}{{% else %}}{}/{{{{ copctl_src }}}}{{% endif %}}",
-                                base.display()
-                            )),
-                        );
+                        let one = [dir.to_path_buf()];
+                        let dirs = if dirs.is_empty() { &one[..] } else { dirs };
+                        out.insert("src".into(), json!(searched_src(s, dirs, sub)));
                     }
                     Value::String(s) => {
                         let sub = if name == "copy" { "files" } else { "templates" };
@@ -1285,6 +1283,31 @@ pub fn translate(
             a.default_only("fail_on_missing", json!(true), "copctl always fails on a missing file");
             a.default_only("validate_checksum", json!(true), "copctl always compares what it fetched");
             match (&src, &dest) {
+                (Some(s), Some(d)) if d.contains("{{") || d.contains("{%") => {
+                    // Known only when the task runs: relative to the playbook's directory, as
+                    // Ansible takes it, unless absolute.
+                    let lit = |t: &str| serde_json::to_string(t).expect("a string");
+                    let mut t = format!(
+                        "{{% set copctl_dest %}}{d}{{% endset %}}{{% set copctl_dest = copctl_dest if copctl_dest is \
+                         startingwith('/') else {} ~ copctl_dest %}}",
+                        lit(&format!("{}/", dir.display()))
+                    );
+                    if !flat {
+                        let tail = format!("/{}", s.trim_start_matches('/'));
+                        t.push_str(&format!(
+                            "{{{{ copctl_dest.rstrip('/') }}}}/{{{{ inventory_hostname }}}}{{{{ {} }}}}",
+                            lit(&tail)
+                        ));
+                    } else {
+                        let name = s.rsplit('/').next().unwrap_or(s);
+                        t.push_str(&format!(
+                            "{{{{ copctl_dest ~ {} if copctl_dest is endingwith('/') else copctl_dest }}}}",
+                            lit(name)
+                        ));
+                    }
+                    out.insert("src".into(), json!(s));
+                    out.insert("dest".into(), json!(t));
+                }
                 (Some(s), Some(d)) => {
                     let base = if Path::new(d).is_absolute() { d.clone() } else { dir.join(d).display().to_string() };
                     // Ansible's layout: DEST/HOST/SRC, or DEST itself with flat (a trailing
@@ -1971,6 +1994,30 @@ fn vars_dir_files(dirs: &[PathBuf], dir: &str, w: &DirWalk) -> Result<Vec<(Strin
         }
     }
     Ok(out)
+}
+
+/// A template giving the path of `src` (itself a template) when the task runs: as it is where
+/// absolute, else the first of `dirs`' `sub`/SRC and SRC that exists (a file, or for files/ a
+/// directory too), else the first of them.
+fn searched_src(src: &str, dirs: &[PathBuf], sub: &str) -> String {
+    let places: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| [d.join(sub), d.clone()])
+        .map(|d| std::path::absolute(&d).unwrap_or(d).display().to_string())
+        .map(|d| serde_json::to_string(&format!("{}/", d.trim_end_matches('/'))).expect("a string"))
+        .collect();
+    let test = if sub == "files" { "is file or (p ~ copctl_src) is directory" } else { "is file" };
+    let mut t = format!(
+        "{{% set copctl_src %}}{src}{{% endset %}}{{% if copctl_src is startingwith('/') %}}{{{{ copctl_src }}}}"
+    );
+    for p in &places {
+        t.push_str(&format!(
+            "{{% elif ({p} ~ copctl_src) {} %}}{{{{ {p} ~ copctl_src }}}}",
+            test.replace("p ~", &format!("{p} ~"))
+        ));
+    }
+    t.push_str(&format!("{{% else %}}{{{{ {} ~ copctl_src }}}}{{% endif %}}", places[0]));
+    t
 }
 
 fn find_beside(dirs: &[PathBuf], sub: &str, src: &str) -> Option<String> {
