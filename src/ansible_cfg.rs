@@ -189,6 +189,27 @@ const DEFS: &[Def] = &[
         meaning: "where an Ansible playbook's roles are looked for, after roles/ beside it",
     },
     Def {
+        name: "DEFAULT_FILTER_PLUGIN_PATH",
+        kind: Kind::PathSpec,
+        ini: &[("defaults", "filter_plugins")],
+        env: &["ANSIBLE_FILTER_PLUGINS"],
+        meaning: "directories of the site's Python filter plugins, after filter_plugins/ beside the playbook and in its roles",
+    },
+    Def {
+        name: "DEFAULT_TEST_PLUGIN_PATH",
+        kind: Kind::PathSpec,
+        ini: &[("defaults", "test_plugins")],
+        env: &["ANSIBLE_TEST_PLUGINS"],
+        meaning: "directories of the site's Python test plugins, after test_plugins/ beside the playbook and in its roles",
+    },
+    Def {
+        name: "DEFAULT_LOOKUP_PLUGIN_PATH",
+        kind: Kind::PathSpec,
+        ini: &[("defaults", "lookup_plugins")],
+        env: &["ANSIBLE_LOOKUP_PLUGINS"],
+        meaning: "directories of the site's Python lookup plugins, after lookup_plugins/ beside the playbook and in its roles",
+    },
+    Def {
         name: "DEFAULT_MANAGED_STR",
         kind: Kind::Str,
         ini: &[("defaults", "ansible_managed")],

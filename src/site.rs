@@ -33,6 +33,8 @@ pub struct SiteOptions {
     pub vault: Arc<Vault>,
     /// ansible.cfg's `ansible_managed`, for templates' `ansible_managed`.
     pub ansible_managed: Option<String>,
+    /// ansible.cfg's plugin paths (or Ansible's defaults), for a site's own Python plugins.
+    pub plugin_paths: crate::template::python::PluginDirs,
 }
 
 #[derive(Debug)]
@@ -58,6 +60,8 @@ pub struct Site {
     /// `inventory_file` (and `inventory_dir`). With several sources, or a directory, copctl does
     /// not know a host's file, and the names stay undefined.
     pub inventory_file: Option<PathBuf>,
+    /// ansible.cfg's plugin paths (`SiteOptions::plugin_paths`).
+    pub plugin_paths: crate::template::python::PluginDirs,
 }
 
 /// `name` in the site directory (`crate::inventory::site_dir`: the first inventory source's
@@ -94,6 +98,7 @@ impl Site {
         let inventory_secrets = inventory.secret_var_names();
         let mut site = Site::new(inventory, env, extra.vars, playbook_dir, template_dir);
         site.templates = site.templates.with_ansible_managed(opts.ansible_managed.clone());
+        site.plugin_paths = opts.plugin_paths.clone();
         site.playbooks.vault = Some(opts.vault.clone());
         if let [only] = opts.inventory.as_slice()
             && only.is_file()
@@ -127,6 +132,7 @@ impl Site {
             host_vars_cache: Arc::default(),
             group_names_cache: Mutex::default(),
             inventory_file: None,
+            plugin_paths: Default::default(),
         }
     }
 
@@ -180,8 +186,24 @@ impl Site {
         self.env.secret_names.iter().filter(|n| !given(n)).cloned().collect()
     }
 
-    pub fn load_playbook(&self, name: &str) -> Result<Playbook> {
-        self.playbooks.load(name)
+    /// The playbook `name`, and its Python filter, test and lookup plugins (an Ansible
+    /// playbook's, beside it and in its roles, and ansible.cfg's) made the templates'.
+    pub fn load_playbook(&mut self, name: &str) -> Result<Playbook> {
+        let pb = self.playbooks.load(name)?;
+        if !pb.plugin_dirs.is_empty() {
+            let mut dirs = crate::template::python::PluginDirs::default();
+            for d in &pb.plugin_dirs {
+                dirs.extend(&crate::template::python::PluginDirs::beside(d));
+            }
+            dirs.extend(&self.plugin_paths);
+            self.templates.add_python_plugins(&dirs).map_err(|e| {
+                crate::error::Error::with_help(
+                    e,
+                    "copctl runs a site's Python plugins with COPCTL_PYTHON, else the Python of ansible-playbook on PATH, else python3",
+                )
+            })?;
+        }
+        Ok(pb)
     }
 
     pub fn layers(&self, pb: &Playbook) -> Layers {

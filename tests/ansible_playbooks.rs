@@ -118,6 +118,14 @@ fn ansible_managed_and_files_made_on_the_bastion_end_as_ansible_leaves_them() {
     assert!(conf.contains(": kinds/node.conf.j2 (20"), "{conf}");
 }
 
+/// A site's own Python plugins: filters beside the playbook (importing `ansible.errors`), a
+/// test in a role, a lookup reading the task's variables and its keyword arguments, a filter
+/// raising its error in a task that ignores it.
+#[test]
+fn a_sites_own_python_plugins_run_as_ansible_runs_them() {
+    same_as_ansible("plugins/site.yml");
+}
+
 /// The command and shell modules' results: chdir, globbed and relative guards, check mode,
 /// `cmd`, and `skipped` only on a skipped result.
 #[test]
@@ -714,6 +722,23 @@ fn refused(playbook: &str, stderr: &str) {
         .status(1)
         .stdout("")
         .stderr(stderr)
+        .run();
+}
+
+#[test]
+fn a_python_plugin_that_does_not_load_is_refused_naming_its_file() {
+    Test::new()
+        .inventory("[web]\nw1\n")
+        .write("filter_plugins/site.py", "import no_such_module_anywhere\n")
+        .write("site.yml", "- hosts: web\n  tasks:\n    - debug: msg=x\n")
+        .args(["validate", "site.yml"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "  x filter_plugins/site.py: the site's filter plugin does not load: No module named \
+             'no_such_module_anywhere' (ModuleNotFoundError)\n  help: copctl runs a site's Python plugins with \
+             COPCTL_PYTHON, else the Python of ansible-playbook on PATH, else python3\n\n",
+        )
         .run();
 }
 

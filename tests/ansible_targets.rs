@@ -65,7 +65,7 @@ const fn plays(
 const TESTHOST: &str = "testhost\nlocalhost\n";
 
 const TARGETS: &[Target] = &[
-    role("assert", false),
+    role("assert", true),
     role("blockinfile", true),
     role("lineinfile", true),
     role("replace", true),
@@ -78,6 +78,7 @@ const TARGETS: &[Target] = &[
             "ansible_managed.yml@ansible_managed_templated.cfg",
             "custom_template.yml",
             "corner_cases.yml",
+            "filter_plugins.yml",
             "unused_vars_include.yml",
             "undefined_var_info.yml",
             "72615.yml",
@@ -88,7 +89,7 @@ const TARGETS: &[Target] = &[
         ],
         true,
     ),
-    local("template", &["filter_plugins.yml", "72262.yml", "unsafe.yml"], false),
+    local("template", &["72262.yml", "unsafe.yml"], false),
     role("loops", true),
     role("stat", true),
     role("copy", false),

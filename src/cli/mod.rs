@@ -121,7 +121,27 @@ impl Cli {
             template_dir: self.template_dir.clone(),
             vault: self.vault(),
             ansible_managed: self.cfg().str("DEFAULT_MANAGED_STR").map(str::to_string),
+            plugin_paths: self.plugin_paths(),
         })
+    }
+
+    /// ansible.cfg's plugin paths for a site's Python filters, tests and lookups, else
+    /// Ansible's defaults (`~/.ansible/plugins/KIND`, `/usr/share/ansible/plugins/KIND`).
+    fn plugin_paths(&self) -> crate::template::python::PluginDirs {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let paths = |setting: &str, kind: &str| {
+            self.cfg().paths(setting).map(<[PathBuf]>::to_vec).unwrap_or_else(|| {
+                home.iter()
+                    .map(|h| h.join(".ansible/plugins").join(kind))
+                    .chain([PathBuf::from("/usr/share/ansible/plugins").join(kind)])
+                    .collect()
+            })
+        };
+        crate::template::python::PluginDirs {
+            filter: paths("DEFAULT_FILTER_PLUGIN_PATH", "filter"),
+            test: paths("DEFAULT_TEST_PLUGIN_PATH", "test"),
+            lookup: paths("DEFAULT_LOOKUP_PLUGIN_PATH", "lookup"),
+        }
     }
 
     /// The vault settings: --vault-id, --vault-password-file, --ask-vault-pass, then the

@@ -9,7 +9,7 @@ use crate::error::{ErrorKind, Result};
 
 pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
-    let site = cli.site(&args.extra_vars)?;
+    let mut site = cli.site(&args.extra_vars)?;
     let pbs = args.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = crate::plan::plan(&site, pbs, args.limit.as_deref())?;
     let text = match args.format {
@@ -24,7 +24,7 @@ pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
 pub fn validate(cli: &Cli, args: &ValidateArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     let ValidateArgs { playbooks, limit, extra_vars } = args;
-    let site = cli.site(extra_vars)?;
+    let mut site = cli.site(extra_vars)?;
     let names = if playbooks.is_empty() { site.playbooks.names() } else { playbooks.clone() };
     let mut tasks = 0;
     let mut warned: Vec<String> = Vec::new();
@@ -64,7 +64,7 @@ pub fn playbooks(cli: &Cli) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     let site = cli.site(&[])?;
     for name in site.playbooks.names() {
-        let desc = site.load_playbook(&name).ok().and_then(|p| p.description).unwrap_or_default();
+        let desc = site.playbooks.load(&name).ok().and_then(|p| p.description).unwrap_or_default();
         writeln!(out, "{name:24} {desc}")?;
     }
     Ok(0)

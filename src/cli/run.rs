@@ -34,7 +34,7 @@ fn list(cli: &Cli, req: &RunRequest, args: &RunArgs) -> Result<i32> {
     if !(args.list_hosts || args.list_tasks) {
         return Ok(0);
     }
-    let site = cli.site(&req.extra_vars)?;
+    let mut site = cli.site(&req.extra_vars)?;
     let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
     for w in &plan.warnings {

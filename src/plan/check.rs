@@ -391,6 +391,12 @@ fn from_run_values(t: &Templates, text: &str, expr: bool, ctx: &minijinja::Value
     names.iter().all(|n| t.eval(&format!("{n} is defined"), ctx).is_ok_and(|v| v.is_true()))
 }
 
+/// A variable `text` reads that is not defined (a name Jinja's own scope does not make).
+fn undefined_read(t: &Templates, text: &str, expr: bool, ctx: &minijinja::Value) -> Option<String> {
+    let names = t.names_read(text, expr)?;
+    names.into_iter().find(|n| !t.eval(&format!("{n} is defined"), ctx).is_ok_and(|v| v.is_true()))
+}
+
 /// Whether an Ansible step is in the `block` part of a block that has a `rescue`.
 fn rescued(pb: &Playbook, step: &Step) -> bool {
     use crate::playbook::Part;
@@ -407,6 +413,14 @@ fn check_step(site: &Site, pb: &Playbook, step: &Step, host: &str, ctx: &minijin
             // A test, filter or function no one has is the text's, whatever values it reads.
             Err(e) if unknown_name(&e) => Err(fail(text, e)),
             Err(e) if known.bastion_writes && Templates::reads_missing_file(&e) => Ok(()),
+            // A site's lookup plugin runs when its task runs; the rest of the text is judged.
+            Err(e) if Templates::left_to_run(&e) => match undefined_read(t, text, expr, ctx) {
+                Some(name) => Err(fail(
+                    text,
+                    minijinja::Error::new(minijinja::ErrorKind::UndefinedError, format!("'{name}' is undefined")),
+                )),
+                None => Ok(()),
+            },
             Err(e) if !inside_registered(&e, text, known.made) && !from_run_values(t, text, expr, ctx, known.made) => {
                 Err(fail(text, e))
             }

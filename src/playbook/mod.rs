@@ -243,6 +243,10 @@ pub struct Playbook {
     pub warnings: Vec<String>,
     /// Variables read from vault-encrypted files (an Ansible play's `vars_files`): secrets.
     pub secret_vars: Vec<String>,
+    /// Where an Ansible playbook's own Python plugins may be (`filter_plugins/`,
+    /// `test_plugins/`, `lookup_plugins/` in each): its directory, an imported playbook's, each
+    /// role's.
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Where playbooks come from: an override directory first, then the embedded ones.
@@ -491,6 +495,7 @@ impl Playbook {
             load_time: Vec::new(),
             warnings: Vec::new(),
             secret_vars: Vec::new(),
+            plugin_dirs: Vec::new(),
         };
         pb.check_references()?;
         Ok(pb)

@@ -13,6 +13,7 @@ mod filters;
 mod format;
 pub use format::normpath;
 mod password;
+pub mod python;
 mod random;
 mod rewrite;
 pub mod sequence;
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use include_dir::{Dir, include_dir};
-use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
+use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, Value, ValueOrKwargs};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 
 use crate::vars::secret::SecretNames;
@@ -160,6 +161,56 @@ pub struct Templates {
     override_dir: Option<PathBuf>,
     /// Which variables are secrets, for the contexts to track their reads.
     secret_names: SecretNames,
+    /// The site's own Python plugins (python.rs).
+    python: Arc<python::Python>,
+}
+
+/// The global through which lookups reach the site's Python plugins.
+const PYTHON: &str = "__copctl_python";
+
+#[derive(Debug)]
+struct PythonPlugins(Arc<python::Python>);
+
+impl Object for PythonPlugins {}
+
+/// `value` and `args` as JSON for a site's plugin.
+fn to_json(v: &Value) -> Result<serde_json::Value, minijinja::Error> {
+    serde_json::to_value(v).map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e.to_string()))
+}
+
+/// Filter or test `name` of the site's plugin file `path` on `value` with `args`.
+fn python_call(
+    py: &python::Python,
+    kind: &str,
+    path: &Path,
+    name: &str,
+    value: Value,
+    args: Rest<ValueOrKwargs>,
+) -> Result<Value, minijinja::Error> {
+    let mut pos = vec![to_json(&value)?];
+    let mut kwargs = serde_json::Map::new();
+    for a in args.into_values() {
+        if a.is_kwargs() {
+            let kw = minijinja::value::Kwargs::try_from(a)?;
+            for k in kw.args().map(str::to_string).collect::<Vec<_>>() {
+                let v: Value = kw.get(&k)?;
+                kwargs.insert(k, to_json(&v)?);
+            }
+        } else {
+            pos.push(to_json(&a)?);
+        }
+    }
+    // Ansible's words, and the file.
+    let fail = |e: String| {
+        minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("The {kind} plugin '{name}' failed: {e} in {}", path.display()),
+        )
+    };
+    match py.call(kind, path, name, pos, serde_json::Value::Object(kwargs)).map_err(fail)? {
+        python::Answer::Value(v) => Ok(to_value(v)),
+        python::Answer::Undefined(e) | python::Answer::Failed(e) => Err(fail(e)),
+    }
 }
 
 impl std::fmt::Debug for Templates {
@@ -215,7 +266,45 @@ impl Templates {
         // Python's string, list and dict methods (`x.split(':')`, `s.startswith('/')`,
         // `d.items()`), which Ansible's templates call as Jinja2 lets them.
         env.set_unknown_method_callback(filters::python_method);
-        Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default() }
+        let python = Arc::new(python::Python::default());
+        env.add_global(PYTHON, Value::from_object(PythonPlugins(python.clone())));
+        Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default(), python }
+    }
+
+    /// A site's own Python filters and tests in `dirs` (each file's, once) made the
+    /// environment's, and its lookup directories where lookups are looked for; a file Python
+    /// cannot load is an error naming it.
+    pub fn add_python_plugins(&mut self, dirs: &python::PluginDirs) -> Result<(), String> {
+        {
+            let mut l = self.python.lookup_dirs.lock().unwrap_or_else(|p| p.into_inner());
+            for d in &dirs.lookup {
+                if !l.contains(d) {
+                    l.push(d.clone());
+                }
+            }
+        }
+        for (kind, list) in [("filter", &dirs.filter), ("test", &dirs.test)] {
+            for file in list.iter().flat_map(|d| python::plugin_files(d)) {
+                if !self.python.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(file.clone()) {
+                    continue;
+                }
+                let names = self.python.names(kind, &file)?;
+                let env = Arc::make_mut(&mut self.env);
+                for name in names {
+                    let (py, path, n) = (self.python.clone(), file.clone(), name.clone());
+                    if kind == "filter" {
+                        env.add_filter(name, move |value: Value, args: Rest<ValueOrKwargs>| {
+                            python_call(&py, "filter", &path, &n, value, args)
+                        });
+                    } else {
+                        env.add_test(name, move |value: Value, args: Rest<ValueOrKwargs>| {
+                            python_call(&py, "test", &path, &n, value, args).map(|v| v.is_true())
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The site's secret names (`secret_vars` of env.yaml on top of the naming rule), which the
@@ -382,6 +471,11 @@ impl Templates {
     /// leave it to the run for a task that expects to fail (ignore_errors, a rescue): an
     /// undefined variable, a lookup no plugin can be, an untrusted conditional. Unsupported
     /// modules, filters and lookups stay refused when planned.
+    /// Whether `e` is a site's lookup plugin left to the run while planning.
+    pub fn left_to_run(e: &minijinja::Error) -> bool {
+        innermost(e).detail().unwrap_or_default().ends_with(LOOKUP_AT_RUN)
+    }
+
     /// Whether `e` is the file lookup's for a file the bastion does not have (yet).
     pub fn reads_missing_file(e: &minijinja::Error) -> bool {
         let detail = innermost(e).detail().unwrap_or_default();
@@ -393,6 +487,8 @@ impl Templates {
         Self::is_undefined_error(e)
             || (detail.starts_with("The lookup plugin ") && detail.ends_with(" was not found."))
             || detail.starts_with("Encountered untrusted template or expression")
+            || ((detail.starts_with("The filter plugin '") || detail.starts_with("The test plugin '"))
+                && detail.contains("' failed: "))
     }
 }
 
@@ -1101,26 +1197,106 @@ fn run_lookup(
             return Err(fail(format!("The lookup plugin {} was not found.", py_repr(other))));
         }
         other => {
-            // A site's own plugin, beside the playbook or in a role, is Python Ansible imports:
-            // say that is what it is, where it is.
-            let mut dirs = search_path(state);
-            dirs.extend(state.lookup("playbook_dir").and_then(|d| d.as_str().map(String::from)));
-            let plugin = dirs
-                .iter()
-                .map(|d| Path::new(d).join("lookup_plugins").join(format!("{other}.py")))
-                .find(|p| p.is_file());
-            return Err(fail(match plugin {
-                Some(p) => format!(
-                    "lookup('{other}', ...): {} is a custom Python lookup plugin, which copctl does not run \
-                     (it has the {LOOKUPS} lookups)",
-                    p.display()
-                ),
-                None => format!("lookup('{other}', ...): copctl has the {LOOKUPS} lookups"),
-            }));
+            // A site's own plugin, beside the playbook, in a role or in ansible.cfg's lookup
+            // plugin paths, is Python Ansible imports: run by the site's Python.
+            let mut dirs: Vec<PathBuf> = search_path(state).iter().map(PathBuf::from).collect();
+            dirs.extend(state.lookup("playbook_dir").and_then(|d| d.as_str().map(PathBuf::from)));
+            let mut files: Vec<PathBuf> =
+                dirs.iter().map(|d| d.join("lookup_plugins").join(format!("{other}.py"))).collect();
+            let plugins = state.lookup(PYTHON);
+            let py = plugins.as_ref().and_then(|p| p.downcast_object_ref::<PythonPlugins>()).map(|p| p.0.clone());
+            if let Some(py) = &py {
+                let configured = py.lookup_dirs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                files.extend(configured.iter().map(|d| d.join(format!("{other}.py"))));
+            }
+            match (files.into_iter().find(|p| p.is_file()), py) {
+                (Some(file), Some(py)) => return python_lookup(state, &py, other, &file, terms, kw),
+                _ => {
+                    return Err(fail(format!(
+                        "lookup('{other}', ...): copctl has the {LOOKUPS} lookups, and no lookup_plugins/{other}.py is beside the playbook, in its roles or in ansible.cfg's lookup_plugins"
+                    )));
+                }
+            }
         }
     };
     kw.assert_all_used()?;
     Ok(out)
+}
+
+/// The words of a site's lookup plugin left to the run while planning.
+const LOOKUP_AT_RUN: &str = "runs when its task runs";
+
+/// A site's lookup plugin `file` run for `terms` with the task's variables; while planning,
+/// an error saying it is left to the run (a lookup may read or change what the plan must not).
+fn python_lookup(
+    state: &minijinja::State,
+    py: &python::Python,
+    name: &str,
+    file: &Path,
+    terms: &[Value],
+    kw: &minijinja::value::Kwargs,
+) -> Result<Vec<Value>, minijinja::Error> {
+    let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
+    let mut kwargs = serde_json::Map::new();
+    for k in kw.args().map(str::to_string).collect::<Vec<_>>() {
+        if matches!(k.as_str(), "wantlist" | "errors") {
+            continue;
+        }
+        let v: Value = kw.get(&k)?;
+        kwargs.insert(k, to_json(&v)?);
+    }
+    if PLANNING.with(|p| p.get()) {
+        return Err(fail(format!("lookup('{name}', ...): {} {LOOKUP_AT_RUN}", file.display())));
+    }
+    let mut json_terms = Vec::new();
+    for t in terms {
+        json_terms.push(match t.downcast_object_ref::<TermFailed>() {
+            Some(f) => serde_json::json!({ "__copctl_undefined__": f.detail }),
+            None => to_json(t)?,
+        });
+    }
+    // The task's variables as the plugin's `variables`: what can be JSON, hostvars aside.
+    let mut variables = serde_json::Map::new();
+    if let Some(ctx) = ROOTS.with(|r| r.borrow().last().cloned())
+        && let Ok(keys) = ctx.try_iter()
+    {
+        for k in keys {
+            let Some(key) = k.as_str().filter(|k| !matches!(*k, "hostvars" | "vars" | PYTHON)) else { continue };
+            if let Ok(v) = ctx.get_attr(key)
+                && !v.is_undefined()
+                && let Ok(j) = serde_json::to_value(&v)
+            {
+                variables.insert(key.to_string(), j);
+            }
+        }
+    }
+    let basedir = state.lookup("playbook_dir").and_then(|d| d.as_str().map(String::from));
+    let answer = py
+        .lookup(
+            file,
+            json_terms,
+            serde_json::Value::Object(variables),
+            serde_json::Value::Object(kwargs),
+            basedir.as_deref(),
+        )
+        .map_err(|e| fail(format!("lookup('{name}', ...): {e}")))?;
+    match answer {
+        python::Answer::Value(serde_json::Value::Array(items)) => Ok(items.into_iter().map(to_value).collect()),
+        python::Answer::Value(other) => {
+            Err(fail(format!("lookup('{name}', ...): {} returned {other}, not a list", file.display())))
+        }
+        python::Answer::Undefined(e) => {
+            let term = terms.iter().find_map(|t| t.downcast_object_ref::<TermFailed>());
+            Err(match term {
+                Some(f) => minijinja::Error::new(f.kind, f.detail.clone()),
+                None => minijinja::Error::new(ErrorKind::UndefinedError, e),
+            })
+        }
+        python::Answer::Failed(e) => Err(fail(format!(
+            "An unhandled exception occurred while running the lookup plugin '{name}' ({}): {e}",
+            file.display()
+        ))),
+    }
 }
 
 /// Where an Ansible task's template file finds what it includes or imports (`{% include 'bar'

@@ -171,12 +171,20 @@ pub fn template_consts(text: &str) -> Cow<'_, str> {
     }
     let Some(toks) = tokens(text, SyntaxConfig::default(), true) else { return Cow::Borrowed(text) };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    // A lookup's arguments are the lookup's terms (`lookup_terms`): rendered where it is called,
+    // a failure the lookup's to raise (a plugin may take an undefined one); its name is never
+    // rendered.
+    let mut in_lookup = vec![false; toks.len()];
+    for i in 0..toks.len() {
+        if matches!(toks[i].0, Token::Ident("lookup" | "query" | "q"))
+            && matches!(toks.get(i + 1).map(|t| &t.0), Some(Token::ParenOpen))
+            && let Some(close) = matching(&toks, i + 1)
+        {
+            in_lookup[i + 2..close].iter_mut().for_each(|x| *x = true);
+        }
+    }
     for (k, (tok, span)) in toks.iter().enumerate() {
-        // Not a lookup's name: Ansible never renders it.
-        let named = k >= 2
-            && matches!(toks[k - 1].0, Token::ParenOpen)
-            && matches!(toks[k - 2].0, Token::Ident("lookup" | "query" | "q"));
-        if templated_literal(tok) && !named {
+        if templated_literal(tok) && !in_lookup[k] {
             let (start, end) = (span.start_offset as usize, span.end_offset as usize);
             edits.push((start, end, format!("{CONST}({})", &text[start..end])));
         }
@@ -625,10 +633,14 @@ mod tests {
             r#""dude" == __copctl_const("du{{'de'}}") and x == 'plain'"#
         );
         assert_eq!(template_consts("a == b"), "a == b");
-        // A lookup's name stays; its other arguments are rewritten once.
-        let c = template_consts(r#"lookup('{{ "pipe" }}') or lookup('pipe', 'echo {{ x }}') == 'x'"#).into_owned();
-        assert_eq!(c, r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_const('echo {{ x }}')) == 'x'"#);
-        assert_eq!(apply(&c, SyntaxConfig::default(), true), c);
+        // A lookup's arguments are its terms, rendered where it is called (its name never).
+        let c =
+            template_consts(r#"lookup('{{ "pipe" }}') or lookup('pipe', 'echo {{ x }}') == '{{ x }}'"#).into_owned();
+        assert_eq!(c, r#"lookup('{{ "pipe" }}') or lookup('pipe', 'echo {{ x }}') == __copctl_const('{{ x }}')"#);
+        assert_eq!(
+            apply(&c, SyntaxConfig::default(), true),
+            r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_term('echo {{ x }}')) == __copctl_const('{{ x }}')"#
+        );
     }
 
     #[test]

@@ -129,7 +129,9 @@ impl Site {
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("COPCTL_INVENTORY")
             .env_remove("COPCTL_ENV")
-            .env_remove("COPCTL_KNOWN_HOSTS");
+            .env_remove("COPCTL_KNOWN_HOSTS")
+            // A site's own Python plugins run with the Python Ansible runs with here.
+            .env("COPCTL_PYTHON", repo().join(".peers/venv/bin/python3"));
         if self._dir.is_some() {
             c.env("COPCTL_INVENTORY", "inventory.ini");
         }

@@ -132,6 +132,8 @@ pub(crate) struct Front {
     vault: Option<std::sync::Arc<crate::vault::Vault>>,
     /// `Playbook::secret_vars`.
     secret_vars: Vec<String>,
+    /// `Playbook::plugin_dirs`.
+    plugin_dirs: Vec<PathBuf>,
 }
 
 /// Where the task being read sits.
@@ -338,6 +340,7 @@ pub fn parse(
         inventory,
         vault,
         secret_vars: Vec::new(),
+        plugin_dirs: vec![std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())],
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {
@@ -346,7 +349,7 @@ pub fn parse(
     let mut plays: Vec<Play> = Vec::new();
     let mut handlers: Vec<Step> = Vec::new();
     plays_of(&mut f, &root, &mut plays, &mut handlers);
-    let Front { p: Problems { errors, .. }, defaults, load_time, warnings, secret_vars, .. } = f;
+    let Front { p: Problems { errors, .. }, defaults, load_time, warnings, secret_vars, plugin_dirs, .. } = f;
     match errors.len() {
         0 => {}
         1 => return Err(errors.into_iter().next().expect("one")),
@@ -369,6 +372,7 @@ pub fn parse(
         load_time,
         warnings,
         secret_vars,
+        plugin_dirs,
     })
 }
 
@@ -504,6 +508,9 @@ fn import_playbook(f: &mut Front, node: &Node, key: &Key, v: &Node, plays: &mut 
     };
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let place = Place { task_dir: dir.clone(), search: vec![dir.clone()], role_dir: None };
+    if !f.plugin_dirs.contains(&dir) {
+        f.plugin_dirs.push(dir.clone());
+    }
     let outer_dir = std::mem::replace(&mut f.dir, dir);
     let start = plays.len();
     let hstart = handlers.len();

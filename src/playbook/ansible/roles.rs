@@ -647,6 +647,9 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         seen_at = Some(f.roles_seen.len());
         f.roles_seen.push((canonical.clone(), params, None));
     }
+    if !f.plugin_dirs.contains(&canonical) {
+        f.plugin_dirs.push(canonical.clone());
+    }
     f.role_chain.push(canonical.clone());
     f.role_tags.push(spec.keywords.tags.clone());
     let start = out.len();
