@@ -70,7 +70,64 @@ pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
 /// Whether either rewrite can apply: a `default`/`defined`/`d(` after an attribute, or a `%`
 /// outside `{%`/`%}`.
 fn might_rewrite(text: &str) -> bool {
-    chains_possible(text) || modulo(text) || dates_subtracted(text) || templated_terms(text) || text.contains('+')
+    chains_possible(text)
+        || modulo(text)
+        || dates_subtracted(text)
+        || templated_terms(text)
+        || text.contains('+')
+        || macro_with_include(text)
+}
+
+fn macro_with_include(text: &str) -> bool {
+    text.contains("macro") && text.contains("include")
+}
+
+/// A macro whose body includes a template (`{% macro m() %}{% include 'x' %}{% endmacro %}`):
+/// Jinja2's include sees the template's top-level names (`{% set %}`, `{% import ... as %}`,
+/// `{% from ... import %}`) where the macro is called; minijinja's macro encloses only the
+/// names its own body reads. A dead read of each such name (`{% if false %}{{ n }}{% endif %}`)
+/// at the start of the body makes minijinja enclose them too; it prints nothing.
+fn macro_includes(text: &str) -> Cow<'_, str> {
+    use std::sync::LazyLock;
+    static NAMES: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"\{%-?\s*(?:set\s+([A-Za-z_]\w*)\s*(?:=|-?%\})|import\s+.+?\s+as\s+([A-Za-z_]\w*)|from\s+.+?\s+import\s+(.+?)\s*(?:with\s|without\s|-?%\}))",
+        )
+        .expect("valid pattern")
+    });
+    static MACRO: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?s)(\{%-?\s*macro\s[^%]*?-?%\})(.*?)\{%-?\s*endmacro").expect("valid pattern")
+    });
+    let mut names: Vec<&str> = Vec::new();
+    for c in NAMES.captures_iter(text) {
+        let found: Vec<&str> = match (c.get(1), c.get(2), c.get(3)) {
+            (Some(n), _, _) | (_, Some(n), _) => vec![n.as_str()],
+            (_, _, Some(list)) => list
+                .as_str()
+                .split(',')
+                .filter_map(|one| one.split_whitespace().last())
+                .filter(|n| n.chars().all(|ch| ch.is_alphanumeric() || ch == '_'))
+                .collect(),
+            _ => vec![],
+        };
+        for n in found {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    if names.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let reads: String = names.iter().map(|n| format!("{{{{ {n} }}}}")).collect();
+    let mut edits = Vec::new();
+    for c in MACRO.captures_iter(text) {
+        let (head, body) = (c.get(1).expect("group"), c.get(2).expect("group"));
+        if body.as_str().contains("include") {
+            edits.push((head.end(), head.end(), format!("{{% if false %}}{reads}{{% endif %}}")));
+        }
+    }
+    edited(text, edits)
 }
 
 /// A lookup or query whose arguments may hold a template literal.
@@ -101,6 +158,7 @@ pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
     let done = then(done, modulo, |t| percent(t, syntax.clone(), expr));
     let done = then(done, dates_subtracted, |t| minus(t, syntax.clone(), expr));
     let done = then(done, templated_terms, |t| lookup_terms(t, syntax.clone(), expr));
+    let done = if expr { done } else { then(done, macro_with_include, macro_includes) };
     then(done, |t| t.contains('+'), |t| unary_plus(t, syntax.clone(), expr))
 }
 
@@ -641,6 +699,27 @@ mod tests {
             apply(&c, SyntaxConfig::default(), true),
             r#"lookup('{{ "pipe" }}') or lookup('pipe', __copctl_term('echo {{ x }}')) == __copctl_const('{{ x }}')"#
         );
+    }
+
+    #[test]
+    fn a_macro_that_includes_reads_the_templates_top_level_names() {
+        let src = "{% set test = 1 %}{% import 'v.j2' as vars with context %}{% from 'm.j2' import a, b as c %}\
+                   {% macro m() %}{% include 'x.j2' %}{% endmacro %}{% macro n() %}{{ 1 }}{% endmacro %}";
+        assert_eq!(
+            rw(src),
+            "{% set test = 1 %}{% import 'v.j2' as vars with context %}{% from 'm.j2' import a, b as c %}\
+             {% macro m() %}{% if false %}{{ test }}{{ vars }}{{ a }}{{ c }}{% endif %}{% include 'x.j2' %}{% endmacro %}\
+             {% macro n() %}{{ 1 }}{% endmacro %}"
+        );
+        let env = {
+            let mut e = minijinja::Environment::new();
+            e.add_template("inc.j2", "{{ vars.x }}/{{ top }}").unwrap();
+            e.add_template("v.j2", "{% set x = 'from import' %}").unwrap();
+            e
+        };
+        let t = "{% set top = 'top' %}{% import 'v.j2' as vars %}{% macro m() %}{% include 'inc.j2' %}{% endmacro %}{{ m() }}";
+        assert!(env.render_str(t, ()).is_err(), "minijinja alone does not see them");
+        assert_eq!(env.render_str(&rw(t), ()).unwrap(), "from import/top");
     }
 
     #[test]
