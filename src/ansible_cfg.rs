@@ -210,6 +210,13 @@ const DEFS: &[Def] = &[
         meaning: "directories of the site's Python lookup plugins, after lookup_plugins/ beside the playbook and in its roles",
     },
     Def {
+        name: "DEFAULT_MODULE_PATH",
+        kind: Kind::PathSpec,
+        ini: &[("defaults", "library")],
+        env: &["ANSIBLE_LIBRARY"],
+        meaning: "directories of the site's own Ansible modules, after library/ beside the playbook and in its roles",
+    },
+    Def {
         name: "DEFAULT_MANAGED_STR",
         kind: Kind::Str,
         ini: &[("defaults", "ansible_managed")],

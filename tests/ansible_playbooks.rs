@@ -126,6 +126,14 @@ fn a_sites_own_python_plugins_run_as_ansible_runs_them() {
     same_as_ansible("plugins/site.yml");
 }
 
+/// A site's own modules (`library/` beside the playbook and in a role): arguments as a mapping
+/// and as `k=v` words, a registered result with its `invocation`, check mode, a failure a task
+/// ignores.
+#[test]
+fn a_sites_own_modules_run_as_ansible_runs_them() {
+    same_as_ansible("modules/site.yml");
+}
+
 /// The command and shell modules' results: chdir, globbed and relative guards, check mode,
 /// `cmd`, and `skipped` only on a skipped result.
 #[test]

@@ -151,8 +151,31 @@ const TARGETS: &[Target] = &[
             "playbook/test_import_playbook.yml",
         ],
         "[local]\ntesthost host_var_role_name=role3\ntesthost2 host_var_role_name=role2\n[others]\nlocalhost\n",
+        true,
+    ),
+];
+
+/// More of ansible-core's targets on includes, imports and loops, beyond those issue 17 names.
+const MORE: &[Target] = &[
+    role("include_import_tasks_nested", false),
+    role("include_parent_role_vars", false),
+    role("include_with_templating", false),
+    role("loop-until", false),
+    plays(
+        "includes",
+        &[
+            "test_includes.yml",
+            "inherit_notify.yml",
+            "includes_loop_rescue.yml --extra-vars strategy=linear",
+            "includes_loop_rescue.yml --extra-vars strategy=free",
+        ],
+        TESTHOST,
         false,
     ),
+    plays("import_tasks", &["inherit_notify.yml"], TESTHOST, false),
+    plays("import-role-tasks", &["import.yml"], TESTHOST, false),
+    plays("loop_control", &["label.yml", "extended.yml", "break_when.yml"], TESTHOST, false),
+    plays("include_vars", &["test_as_playbook.yml", "test_as_role.yml"], TESTHOST, false),
 ];
 
 /// The targets CI runs.
@@ -433,7 +456,7 @@ fn ansible_core_integration_targets_run_under_copctl() {
     let mut table = String::from("| target | copctl | ansible-playbook | result |\n|---|---|---|---|\n");
     let mut details = String::new();
     let mut broken = BTreeMap::new();
-    for t in TARGETS.iter().filter(|t| selected(t)) {
+    for t in TARGETS.iter().chain(MORE).filter(|t| selected(t)) {
         let ours = copctl_outcome(t, &dir);
         // The smoke run leaves the oracle out (its time): every task passing is the check there.
         let oracle = full && std::env::var_os("COPCTL_ANSIBLE_TARGETS_ORACLE").is_none_or(|v| v != "0");

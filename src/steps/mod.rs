@@ -80,6 +80,7 @@ macro_rules! kinds {
             unarchive: Unarchive(UnarchiveArgs),
             get_url: GetUrl(GetUrlArgs),
             mount: Mount(MountArgs),
+            python_module: PythonModule(PythonModuleArgs),
         }
     };
 }

@@ -271,6 +271,11 @@ impl Templates {
         Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default(), python }
     }
 
+    /// The site's Python worker (modules from `library/` are built there).
+    pub fn python(&self) -> Arc<python::Python> {
+        self.python.clone()
+    }
+
     /// A site's own Python filters and tests in `dirs` (each file's, once) made the
     /// environment's, and its lookup directories where lookups are looked for; a file Python
     /// cannot load is an error naming it.

@@ -229,6 +229,29 @@ impl Python {
         self.ask(json!({"op": kind, "path": path, "name": name, "args": args, "kwargs": kwargs}))
     }
 
+    /// The payload Ansible sends a host for module `name` (file `path`) with `args`: a Python
+    /// script for the host's `interpreter`, its arguments inside.
+    pub fn module(
+        &self,
+        name: &str,
+        path: &Path,
+        args: Json,
+        interpreter: &str,
+        check: bool,
+        diff: bool,
+    ) -> Result<Vec<u8>, String> {
+        let request = json!({"op": "module", "name": name, "path": path, "args": args,
+            "interpreter": interpreter, "check": check, "diff": diff});
+        match self.ask(request)? {
+            Answer::Value(Json::String(b64)) => {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| e.to_string())
+            }
+            Answer::Failed(e) | Answer::Undefined(e) => Err(e),
+            Answer::Value(other) => Err(format!("the Python worker built {other}")),
+        }
+    }
+
     /// Lookup plugin `path` run with `terms`, the task's `variables` and `kwargs`, relative to
     /// `basedir` (the playbook's or role's directory).
     pub fn lookup(

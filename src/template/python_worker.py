@@ -82,6 +82,63 @@ def lookup(req):
     return plugin.run(terms, variables=req["variables"], **req["kwargs"])
 
 
+loader_ready = False
+
+
+def module(req):
+    # What Ansible sends a host for a module: its AnsiballZ payload (the module, the
+    # module_utils it imports, its arguments with Ansible's internal ones), for the host's Python.
+    global loader_ready
+    import base64
+
+    from ansible import __version__
+    from ansible.executor.module_common import modify_module
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    if not loader_ready:
+        from ansible.plugins.loader import init_plugin_loader
+
+        init_plugin_loader([])
+        loader_ready = True
+    args = dict(req["args"])
+    args.update(
+        {
+            "_ansible_check_mode": req["check"],
+            "_ansible_no_log": False,
+            "_ansible_debug": False,
+            "_ansible_diff": req["diff"],
+            "_ansible_verbosity": 0,
+            "_ansible_version": __version__,
+            "_ansible_module_name": req["name"],
+            "_ansible_syslog_facility": "LOG_USER",
+            "_ansible_selinux_special_fs": ["fuse", "nfs", "vboxsf", "ramfs", "9p", "vfat"],
+            "_ansible_socket": None,
+            "_ansible_shell_executable": "/bin/sh",
+            "_ansible_keep_remote_files": False,
+            "_ansible_tmpdir": None,
+            "_ansible_remote_tmp": "~/.ansible/tmp",
+            "_ansible_ignore_unknown_opts": False,
+            "_ansible_target_log_info": None,
+            "_ansible_tracebacks_for": [],
+        }
+    )
+    built = modify_module(
+        module_name=req["name"],
+        module_path=req["path"],
+        module_args=args,
+        templar=Templar(loader=DataLoader()),
+        task_vars={"ansible_python_interpreter": req["interpreter"]},
+        module_compression="ZIP_DEFLATED",
+    )
+    if built.module_style != "new":
+        raise ValueError(
+            "%s is a module of style %r: copctl runs modules written with AnsibleModule"
+            % (req["path"], built.module_style)
+        )
+    return base64.b64encode(built.b_module_data).decode("ascii")
+
+
 def answer(req):
     op = req["op"]
     if op == "names":
@@ -91,6 +148,8 @@ def answer(req):
         return f(*req["args"], **req["kwargs"])
     if op == "lookup":
         return lookup(req)
+    if op == "module":
+        return module(req)
     raise ValueError("unknown request %r" % op)
 
 

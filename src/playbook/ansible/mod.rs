@@ -134,6 +134,8 @@ pub(crate) struct Front {
     secret_vars: Vec<String>,
     /// `Playbook::plugin_dirs`.
     plugin_dirs: Vec<PathBuf>,
+    /// ansible.cfg's `library` (or Ansible's default), read when a module is first looked for.
+    module_path: Option<Vec<PathBuf>>,
 }
 
 /// Where the task being read sits.
@@ -341,6 +343,7 @@ pub fn parse(
         vault,
         secret_vars: Vec::new(),
         plugin_dirs: vec![std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())],
+        module_path: None,
     };
     // Ansible's magic `playbook_dir`: the given playbook's directory, absolute.
     if let Ok(d) = std::path::absolute(dir) {

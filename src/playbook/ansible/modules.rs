@@ -98,6 +98,27 @@ pub struct Translated {
     pub fails: Option<(String, String)>,
 }
 
+/// A site's own module (`library/NAME.py` at `path`): its arguments as the task gives them
+/// (a mapping, `k=v` words, `args:`), templates kept for the run; words that are not `k=v` are
+/// its `_raw_params`, as Ansible gives them.
+pub fn library(p: &mut Problems, name: &str, path: &Path, node: &Node, extra: Option<&Node>) -> Option<Translated> {
+    let a = Args::new(p, name, node, extra, None);
+    let mut args = Map::new();
+    for item in &a.items {
+        args.insert(item.name.clone(), item.value.clone());
+    }
+    if let Some((raw, ..)) = &a.raw {
+        args.insert("_raw_params".into(), json!(raw));
+    }
+    let short = short_name(name).unwrap_or(name);
+    Some(Translated {
+        kind: Some("python_module"),
+        args: json!({"module": short, "path": std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(), "args": args}),
+        fields: Map::new(),
+        fails: None,
+    })
+}
+
 /// The short name of a module key (`ansible.builtin.copy` → `copy`), if it is one copctl may
 /// know; `None` for another collection's module.
 pub fn short_name(key: &str) -> Option<&str> {

@@ -247,6 +247,44 @@ enum Role<'a> {
 
 /// Translates one task (a handler when `handler`). `None` when it has problems (reported) or
 /// does nothing (`meta: noop`).
+/// The step kind of a site's own module (`library/NAME.py`).
+const LIBRARY: &str = "python_module";
+
+/// A site's own module `name`, as Ansible finds it: `library/NAME.py` (or `library/NAME`, a
+/// Python script) beside the playbook, an imported playbook or a role of the play, the role
+/// being read first, then in ansible.cfg's `library` paths (Ansible's default:
+/// `~/.ansible/plugins/modules`, `/usr/share/ansible/plugins/modules`).
+fn library_module(f: &mut Front, name: &str) -> Option<std::path::PathBuf> {
+    if name.is_empty() || name.contains('/') || name.contains('.') {
+        return None;
+    }
+    if f.module_path.is_none() {
+        let configured = crate::ansible_cfg::AnsibleCfg::load()
+            .ok()
+            .and_then(|c| c.paths("DEFAULT_MODULE_PATH").map(<[std::path::PathBuf]>::to_vec));
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        f.module_path = Some(configured.unwrap_or_else(|| {
+            home.iter()
+                .map(|h| h.join(".ansible/plugins/modules"))
+                .chain([std::path::PathBuf::from("/usr/share/ansible/plugins/modules")])
+                .collect()
+        }));
+    }
+    let mut dirs: Vec<std::path::PathBuf> = f.place.role_dir.iter().map(|r| r.join("library")).collect();
+    dirs.extend(f.plugin_dirs.iter().map(|d| d.join("library")));
+    dirs.extend(f.module_path.clone().unwrap_or_default());
+    dirs.iter().find_map(|d| {
+        let py = d.join(format!("{name}.py"));
+        if py.is_file() {
+            return Some(py);
+        }
+        let bare = d.join(name);
+        let head = std::fs::read(&bare).ok()?;
+        let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        (first.starts_with(b"#!") && String::from_utf8_lossy(first).contains("python")).then_some(bare)
+    })
+}
+
 pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     let Some(map) = node.as_map() else {
         f.p.add(node.line, node.column, format!("a task is a mapping, not {}", node.what()), "here", None);
@@ -285,6 +323,8 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             continue;
         } else {
             match modules::short_name(&k.name) {
+                // A site's own module of that name comes first, as Ansible's library paths do.
+                Some(s) if library_module(f, s).is_some() => Role::Module(LIBRARY),
                 Some(s) if SUPPORTED.contains(&s) => Role::Module(s),
                 Some(s) if NOT_YET.iter().any(|(n, _)| *n == s) => {
                     let why = NOT_YET.iter().find(|(n, _)| *n == s).map(|(_, w)| *w).unwrap_or("");
@@ -488,10 +528,15 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
     {
         *l = l.replace("__SUBDIR__", first_found_subdir(&mk.name));
     }
+    let library =
+        if short == LIBRARY { modules::short_name(&mk.name).and_then(|s| library_module(f, s)) } else { None };
     let vaulted = modules::Vaulted { vault: f.vault.as_ref(), names: &mut f.secret_vars };
     let pushed = own_defaults.is_some();
     f.p.module_defaults.extend(own_defaults);
-    let t = modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted);
+    let t = match library {
+        Some(path) => modules::library(&mut f.p, &mk.name, &path, mv, args),
+        None => modules::translate(&mut f.p, short, mv, args, &f.place.search, vaulted),
+    };
     if let Some(t) = &t
         && t.args.get("args_from").is_some()
     {
