@@ -157,7 +157,7 @@ const TARGETS: &[Target] = &[
 
 /// More of ansible-core's targets on includes, imports and loops, beyond those issue 17 names.
 const MORE: &[Target] = &[
-    role("include_import_tasks_nested", false),
+    role("include_import_tasks_nested", true),
     role("include_parent_role_vars", false),
     role("include_with_templating", false),
     role("loop-until", false),
@@ -174,7 +174,7 @@ const MORE: &[Target] = &[
     ),
     plays("import_tasks", &["inherit_notify.yml"], TESTHOST, false),
     plays("import-role-tasks", &["import.yml"], TESTHOST, false),
-    plays("loop_control", &["label.yml", "extended.yml", "break_when.yml"], TESTHOST, false),
+    plays("loop_control", &["label.yml", "extended.yml", "break_when.yml"], TESTHOST, true),
     plays("include_vars", &["test_as_playbook.yml", "test_as_role.yml"], TESTHOST, false),
 ];
 

@@ -305,7 +305,14 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
                 reg.insert("ansible_index_var".into(), json!(iv));
             }
             if lc.is_some_and(|l| l.extended) {
-                reg.insert("ansible_loop".into(), crate::playbook::step::extended_loop(&all, i));
+                reg.insert(
+                    "ansible_loop".into(),
+                    crate::playbook::step::extended_loop(
+                        &all,
+                        i,
+                        lc.is_none_or(|l| l.extended_allitems != Some(false)),
+                    ),
+                );
             }
             let ctx = site.context_magic(pb, host, Arc::new(reg), &magic);
             if count > 1 && ruled_out(&site.templates, step.def.when.as_ref(), &ctx) {

@@ -33,6 +33,13 @@ pub struct LoopControl {
     /// each item.
     #[serde(default)]
     pub extended: bool,
+    /// Whether `ansible_loop` has `allitems` (Ansible's `extended_allitems`, on by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_allitems: Option<bool>,
+    /// Conditions judged after each item, with its variables: the first that holds ends the
+    /// loop (Ansible's `break_when`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_when: Option<Vec<String>>,
 }
 
 impl LoopControl {
@@ -149,10 +156,12 @@ crate::steps::kinds!(step_def);
 
 /// `ansible_loop` for the item at `index` of `all`, as Ansible's `loop_control.extended` sets
 /// it (`previtem`/`nextitem` absent at the ends, so that `is undefined` holds there).
-pub fn extended_loop(all: &[Value], index: usize) -> Value {
+pub fn extended_loop(all: &[Value], index: usize, allitems: bool) -> Value {
     let n = all.len();
     let mut m = serde_json::Map::new();
-    m.insert("allitems".into(), json!(all));
+    if allitems {
+        m.insert("allitems".into(), json!(all));
+    }
     m.insert("index".into(), json!(index + 1));
     m.insert("index0".into(), json!(index));
     m.insert("first".into(), json!(index == 0));

@@ -218,6 +218,7 @@ impl Job {
         let var = crate::playbook::LoopControl::var(lc);
         let index_var = lc.and_then(|l| l.index_var.as_deref());
         let extended = lc.is_some_and(|l| l.extended);
+        let allitems = lc.is_none_or(|l| l.extended_allitems != Some(false));
         let item_vars = |all: &[Value], index: usize, learned: &serde_json::Map<String, Value>| {
             let mut o2 = (*own).clone();
             o2.extend(learned.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -228,7 +229,7 @@ impl Job {
                 o2.insert("ansible_index_var".into(), json!(iv));
             }
             if extended {
-                o2.insert("ansible_loop".into(), crate::playbook::step::extended_loop(all, index));
+                o2.insert("ansible_loop".into(), crate::playbook::step::extended_loop(all, index, allitems));
             }
             o2
         };
@@ -371,6 +372,30 @@ impl Job {
                         // Ansible runs every item, whichever failed; an unreachable host ends it.
                         if o.status == Status::Unreachable {
                             break;
+                        }
+                        // `break_when`, judged with the item's variables and what it set.
+                        if let Some(conds) = lc.and_then(|l| l.break_when.as_ref()) {
+                            let mut o4 = o2.clone();
+                            o4.extend(learned.iter().map(|(k, v)| (k.clone(), v.clone())));
+                            let c4 = self.context_data(Arc::new(o4), self.data_with([var, "ansible_loop"]));
+                            let mut stop = false;
+                            for c in conds {
+                                match holds(templates, &Condition::Expr(c.clone()), &c4) {
+                                    Ok(true) => stop = true,
+                                    Ok(false) => {}
+                                    Err(e) => {
+                                        status = Status::Failed;
+                                        msgs.push(format!("break_when: {e}"));
+                                        stop = true;
+                                    }
+                                }
+                                if stop {
+                                    break;
+                                }
+                            }
+                            if stop {
+                                break;
+                            }
                         }
                     }
                     let mut o = Outcome::new(status, msgs.join("; "));
@@ -656,13 +681,13 @@ mod tests {
     #[test]
     fn extended_loop_is_ansibles_ansible_loop() {
         let all = [json!("a"), json!("b"), json!("c")];
-        let first = crate::playbook::step::extended_loop(&all, 0);
+        let first = crate::playbook::step::extended_loop(&all, 0, true);
         assert_eq!(
             first,
             json!({"allitems": ["a", "b", "c"], "index": 1, "index0": 0, "first": true, "last": false,
                    "length": 3, "revindex": 3, "revindex0": 2, "nextitem": "b"})
         );
-        let last = crate::playbook::step::extended_loop(&all, 2);
+        let last = crate::playbook::step::extended_loop(&all, 2, true);
         assert_eq!((last["last"].clone(), last["previtem"].clone()), (json!(true), json!("b")));
         assert!(last.get("nextitem").is_none());
     }

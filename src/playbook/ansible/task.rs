@@ -770,14 +770,34 @@ pub(super) fn loop_control(f: &mut Front, k: &Key, v: &Node, vars: &Map<String, 
                     out.insert("extended".into(), Value::Bool(b));
                 }
             }
-            // What Ansible shows of `ansible_loop.allitems`: copctl has it whole either way.
             "extended_allitems" => {
-                flag(f, ck, cv);
+                if let Some(b) = flag(f, ck, cv) {
+                    out.insert("extended_allitems".into(), Value::Bool(b));
+                }
             }
+            "break_when" => match cv.to_value() {
+                Value::String(c) => {
+                    out.insert("break_when".into(), json!([c]));
+                }
+                Value::Bool(b) => {
+                    out.insert("break_when".into(), json!([if b { "True" } else { "False" }]));
+                }
+                Value::Array(cs) if cs.iter().all(Value::is_string) => {
+                    out.insert("break_when".into(), Value::Array(cs));
+                }
+                other => f.p.add_key(
+                    ck,
+                    format!("loop_control: break_when is a condition or a list of them, not {other}"),
+                    None,
+                ),
+            },
             other => f.p.add_key(
                 ck,
                 format!("loop_control: {other} is not supported yet"),
-                Some("loop_control takes: loop_var, index_var, label, pause, extended".into()),
+                Some(
+                    "loop_control takes: loop_var, index_var, label, pause, extended, extended_allitems, break_when"
+                        .into(),
+                ),
             ),
         }
     }
