@@ -158,22 +158,21 @@ const TARGETS: &[Target] = &[
 /// More of ansible-core's targets on includes, imports and loops, beyond those issue 17 names.
 const MORE: &[Target] = &[
     role("include_import_tasks_nested", true),
-    role("include_parent_role_vars", false),
-    role("include_with_templating", false),
-    role("loop-until", false),
+    role("include_with_templating", true),
+    role("loop-until", true),
+    plays("includes", &["inherit_notify.yml"], TESTHOST, true),
     plays(
         "includes",
         &[
             "test_includes.yml",
-            "inherit_notify.yml",
             "includes_loop_rescue.yml --extra-vars strategy=linear",
             "includes_loop_rescue.yml --extra-vars strategy=free",
         ],
         TESTHOST,
         false,
     ),
-    plays("import_tasks", &["inherit_notify.yml"], TESTHOST, false),
-    plays("import-role-tasks", &["import.yml"], TESTHOST, false),
+    plays("import_tasks", &["inherit_notify.yml"], TESTHOST, true),
+    plays("import-role-tasks", &["import.yml"], TESTHOST, true),
     plays("loop_control", &["label.yml", "extended.yml", "break_when.yml"], TESTHOST, true),
     plays("include_vars", &["test_as_playbook.yml", "test_as_role.yml"], TESTHOST, false),
 ];

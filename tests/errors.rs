@@ -241,7 +241,7 @@ fn unknown_step_field() {
         .args(["validate", "site"])
         .status(1)
         .stdout("")
-        .stderr(r#"  x playbooks/site.yaml:7:9: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, ignore_unreachable, timeout, throttle, check_mode, diff, no_log, ansible, become, become_user, become_method, vars, loop, loop_control, creates, removes, unless, chdir, executable, expand_argument_vars, strip_empty_ends, stdin, environment, import_steps, command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount
+        .stderr(r#"  x playbooks/site.yaml:7:9: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, ignore_unreachable, timeout, throttle, check_mode, diff, no_log, ansible, become, become_user, become_method, vars, loop, loop_control, creates, removes, unless, chdir, executable, expand_argument_vars, strip_empty_ends, stdin, environment, import_steps, command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount, python_module
    ,-[playbooks/site.yaml:7:9]
  6 |         command: [true]
  7 |         regster: out
@@ -272,7 +272,7 @@ fn step_with_two_actions() {
    :            `-- one action per step
  6 |         command: [true]
    `----
-  help: a step has exactly one of: command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount
+  help: a step has exactly one of: command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount, python_module
 
 "#)
         .run();
@@ -553,7 +553,7 @@ fn a_mistake_in_a_step_list_is_located_in_it() {
         .args(["validate", "site"])
         .status(1)
         .stdout("")
-        .stderr(r#"  x playbooks/steps/s.yaml:6:3: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, ignore_unreachable, timeout, throttle, check_mode, diff, no_log, ansible, become, become_user, become_method, vars, loop, loop_control, creates, removes, unless, chdir, executable, expand_argument_vars, strip_empty_ends, stdin, environment, import_steps, command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount
+        .stderr(r#"  x playbooks/steps/s.yaml:6:3: unknown field `regster`, expected one of name, when, register, notify, tags, read_only, run_once, delegate_to, retries, delay, until, changed_when, failed_when, ignore_errors, ignore_unreachable, timeout, throttle, check_mode, diff, no_log, ansible, become, become_user, become_method, vars, loop, loop_control, creates, removes, unless, chdir, executable, expand_argument_vars, strip_empty_ends, stdin, environment, import_steps, command, shell, copy, template, file, line, block, replace, service, package, slurp, stat, find, getent, fetch, wait_for, reboot, authorized_key, user, group, kube, helm, image_check, assert, debug, set_fact, setup, ping, tempfile, pause, sysctl, include_vars, modprobe, hostname, script, wait_for_connection, pam_limits, unarchive, get_url, mount, python_module
    ,-[playbooks/steps/s.yaml:6:3]
  5 |   shell: echo
  6 |   regster: out

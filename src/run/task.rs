@@ -507,11 +507,25 @@ impl Job {
                 }
             }
         };
+        // Seconds, a fraction too, as Ansible's float.
+        let seconds = |n: &Option<crate::steps::Number>, default: u64| -> Result<Duration, String> {
+            let text = match n {
+                None => return Ok(Duration::from_secs(default)),
+                Some(crate::steps::Number::Value(v)) => return Ok(Duration::from_secs(*v)),
+                Some(crate::steps::Number::Text(t)) => {
+                    templates.render_str(t, &ctx).map_err(|e| crate::template::describe_error(&e))?
+                }
+            };
+            match text.trim().parse::<f64>() {
+                Ok(d) if d.is_finite() && d >= 0.0 => Ok(Duration::from_secs_f64(d)),
+                _ => Err(format!("delay: '{text}' is not a number of seconds")),
+            }
+        };
         let (retries, delay) = match (
             number(&step.def.retries, if step.def.until.is_some() { 3 } else { 0 }, "retries"),
-            number(&step.def.delay, 5, "delay"),
+            seconds(&step.def.delay, 5),
         ) {
-            (Ok(r), Ok(d)) => (r, Duration::from_secs(d)),
+            (Ok(r), Ok(d)) => (r, d),
             (Err(e), _) | (_, Err(e)) => return Outcome::failed(e),
         };
         let mut attempt = 0;
@@ -544,6 +558,10 @@ impl Job {
                 o.status = Status::Skipped;
                 o.msg = format!("check mode: {}", o.msg);
                 return o;
+            }
+            // Ansible makes `attempts` a retried task's before its changed_when/failed_when.
+            if step.def.until.is_some() {
+                o.result.insert("attempts".into(), json!(attempt + 1));
             }
             // The result, bound to its register name, decides changed_when/failed_when/until.
             let mut with_result = (*own).clone();
@@ -586,14 +604,33 @@ impl Job {
                     Err(e) => return Outcome::failed(format!("changed_when: {e}")),
                 }
             }
+            // `until` sees the result as failed_when and changed_when left it (Ansible judges
+            // those first: `until: r is successful` with `failed_when: true` retries).
             let done = match &step.def.until {
                 None => true,
-                Some(u) => match holds(templates, &Condition::Expr(u.clone()), &rctx) {
-                    Ok(v) => v,
-                    Err(e) => return Outcome::failed(format!("until: {e}")),
-                },
+                Some(u) => {
+                    let judged_ctx = if step.def.failed_when.is_some() || step.def.changed_when.is_some() {
+                        let mut with_result = (*own).clone();
+                        with_result.insert(result_name.clone(), o.registered());
+                        let mut judged = data.as_deref().cloned().unwrap_or_default();
+                        judged.insert(result_name.clone());
+                        self.context_data(Arc::new(with_result), Some(Arc::new(judged)))
+                    } else {
+                        rctx
+                    };
+                    match holds(templates, &Condition::Expr(u.clone()), &judged_ctx) {
+                        Ok(v) => v,
+                        Err(e) => return Outcome::failed(format!("until: {e}")),
+                    }
+                }
             };
             if done || self.check {
+                o.result.insert("attempts".into(), json!(attempt + 1));
+                return o;
+            }
+            // Retries run out: failed, unless the task's own failed_when decides (Ansible's
+            // result is then judged by `failed_when_result`).
+            if attempt >= retries && step.def.failed_when.is_some() {
                 o.result.insert("attempts".into(), json!(attempt + 1));
                 return o;
             }

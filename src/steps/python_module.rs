@@ -50,7 +50,10 @@ impl Kind for PythonModuleArgs {
             .filter(|s| !s.is_empty() && !s.starts_with("auto"))
             .unwrap_or_else(|| "/usr/bin/python3".to_string());
         let python = cx.templates.python();
-        let (name, path, args) = (self.module.clone(), std::path::PathBuf::from(&self.path), Value::Object(self.args.clone()));
+        // A native step's path is the site's (an Ansible task's is already absolute).
+        let path = cx.local_dir.join(&self.path);
+        let path = std::path::absolute(&path).unwrap_or(path);
+        let (name, args) = (self.module.clone(), Value::Object(self.args.clone()));
         let (check, diff, interp) = (cx.check, cx.diff, interpreter.clone());
         let built = tokio::task::spawn_blocking(move || python.module(&name, &path, args, &interp, check, diff)).await;
         let payload = match built {

@@ -30,9 +30,20 @@ impl Kind for SetFactArgs {
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let mut out = serde_json::Map::new();
         for (k, v) in &self.0 {
+            // A name written as a template (`"path_{{ idx }}": ...`) is rendered, as Ansible's
+            // is, and must then be a variable's name.
+            let name = if crate::template::is_template(k) {
+                match cx.templates.render_str(k, cx.vars) {
+                    Ok(n) if is_identifier(&n) => n,
+                    Ok(n) => return Outcome::failed(format!("The variable name '{n}' is not valid. Variables must start with a letter or underscore character, and contain only letters, numbers and underscores.")),
+                    Err(e) => return Outcome::failed(format!("{k}: {}", crate::template::describe_error(&e))),
+                }
+            } else {
+                k.clone()
+            };
             match native(cx, v) {
                 Ok(r) => {
-                    out.insert(k.clone(), r);
+                    out.insert(name, r);
                 }
                 Err(e) => return Outcome::failed(format!("{k}: {}", crate::template::describe_error(&e))),
             }
@@ -41,6 +52,12 @@ impl Kind for SetFactArgs {
         o.facts = Some(out);
         o
     }
+}
+
+/// Whether `n` is a variable's name as Python's `isidentifier` (ASCII) has it.
+fn is_identifier(n: &str) -> bool {
+    let mut c = n.chars();
+    c.next().is_some_and(|f| f == '_' || f.is_ascii_alphabetic()) && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
 }
 
 /// A value rendered as Ansible's set_fact does: a string that is one `{{ expression }}` keeps

@@ -56,7 +56,7 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                                 ak,
                                 format!("apply: '{}' is not supported yet", ak.name),
                                 Some(
-                                    "apply takes: when, tags, become, become_user, check_mode, environment, vars"
+                                    "apply takes: when, tags, become, become_user, check_mode, environment, notify, vars"
                                         .into(),
                                 ),
                             );
@@ -128,6 +128,16 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         _ => take_file(f, value),
     }
     for (k, v) in map {
+        // Ansible applies an include's own keywords to the include, which never changes
+        // anything: its `notify` would notify nothing.
+        if k.name == "notify" && kind == "include_tasks" {
+            f.p.add_key(
+                k,
+                "notify on include_tasks notifies nothing (the include itself never changes)".into(),
+                Some("to notify from the included tasks, write apply: {notify: HANDLER}, or use import_tasks".into()),
+            );
+            continue;
+        }
         if k == key || k.name == "name" || inherit.keyword(f, k, v).is_some() {
             continue;
         }
@@ -161,7 +171,9 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
-                Some(format!("{kind} takes: name, when, tags, become, become_user, check_mode, environment, vars")),
+                Some(format!(
+                    "{kind} takes: name, when, tags, become, become_user, check_mode, environment, notify, vars"
+                )),
             ),
         }
     }
@@ -232,6 +244,57 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     if kind == "include_tasks" && !handler && looped.is_none() && rel.contains("{{") && f.p.count() == before {
         return super::chosen::include(f, node, key, inherit, (&rel, line, column), out);
     }
+    // A file named by the loop's item (`include_tasks: "{{ item }}"` over a list known now):
+    // each item's file, included for that item.
+    if (rel.contains("{{") || rel.contains("{%"))
+        && kind == "include_tasks"
+        && !handler
+        && by_host.is_none()
+        && f.p.count() == before
+        && let Some((lk, Value::Array(items))) = &looped
+    {
+        let text = |k: &str| control.as_ref().and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string);
+        let var = text("loop_var").unwrap_or_else(|| "item".into());
+        let mut files = Vec::new();
+        for item in items {
+            let mut vars = inherit.vars.clone();
+            vars.insert(var.clone(), item.clone());
+            let name = known::with(f, vars, |f| known::text(f, &rel, (line, column)));
+            let Some(name) = name.filter(|n| !n.contains("{{") && !n.contains("{%")) else {
+                f.p.add(
+                    line,
+                    column,
+                    format!("{kind}: the file name '{rel}' reads what is known only when the play runs"),
+                    "here",
+                    Some(
+                        "copctl reads every task when the playbook is loaded: name the files in the loop's items"
+                            .into(),
+                    ),
+                );
+                return;
+            };
+            let tried = candidates(f, &name);
+            let Some(path) = tried.iter().find(|p| p.is_file()).cloned() else {
+                let list = tried.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
+                f.p.add(
+                    line,
+                    column,
+                    format!("{kind}: {name} not found"),
+                    "this file",
+                    Some(format!("looked for {list}")),
+                );
+                return;
+            };
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
+            files.push((path, Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() }));
+        }
+        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+            return;
+        }
+        let (lk, items) = (*lk, items.clone());
+        return looped_include(f, node, key, (lk, &items), control.as_ref(), inherit, (&files, line, column), out);
+    }
     if rel.contains("{{") || rel.contains("{%") {
         f.p.add(
             line,
@@ -279,17 +342,8 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
             return;
         }
-        return looped_include(
-            f,
-            node,
-            key,
-            (lk, &items),
-            control.as_ref(),
-            inherit,
-            (&path, line, column),
-            place,
-            out,
-        );
+        let files = vec![(path, place); items.len()];
+        return looped_include(f, node, key, (lk, &items), control.as_ref(), inherit, (&files, line, column), out);
     }
     if let Some(c) = map.iter().find(|(k, _)| k.name == "loop_control").map(|(k, _)| k) {
         f.p.add_key(c, "loop_control without a loop".into(), None);
@@ -340,8 +394,7 @@ fn looped_include(
     (lk, items): (&Key, &[Value]),
     control: Option<&Value>,
     inherit: Inherit,
-    (path, line, column): (&Path, usize, usize),
-    place: Place,
+    (files, line, column): (&[(std::path::PathBuf, Place)], usize, usize),
     out: &mut Vec<Step>,
 ) {
     if items.is_empty() {
@@ -390,6 +443,7 @@ fn looped_include(
         each.params.extend(vars.clone());
         let start = out.len();
         f.include_tags.push(inherit.tags.clone());
+        let (path, place) = &files[index];
         known::with(f, each.scope(), |f| {
             tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out)
         });

@@ -96,11 +96,11 @@ fn entry(f: &mut Front, item: &Node) -> Option<Spec> {
                         Value::Null => {}
                         _ => f.p.add_key(k, format!("vars: must be a mapping, not {}", v.what()), None),
                     },
-                    "when" | "tags" | "become" => {
+                    "when" | "tags" | "become" | "become_user" | "environment" | "check_mode" => {
                         spec.keywords.keyword(f, k, v);
                     }
-                    "become_user" | "delegate_to" | "ignore_errors" | "environment" | "no_log" | "any_errors_fatal"
-                    | "run_once" | "check_mode" | "diff" | "collections" | "module_defaults" => {
+                    "delegate_to" | "ignore_errors" | "no_log" | "any_errors_fatal" | "run_once" | "diff"
+                    | "collections" | "module_defaults" => {
                         f.p.add_key(k, format!("'{}' on a role is not supported yet", k.name), None)
                     }
                     // Anything else is a role parameter, as in Ansible.
@@ -238,6 +238,10 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
                 spec.keywords.keyword(f, k, v);
             }
             "delegate_to" if kind == "import_role" => spec.keywords.delegate_to = super::task::text(f, k, v),
+            // An import's keywords are each of its tasks', as Ansible's static import gives them.
+            "environment" | "become_user" | "check_mode" | "notify" if kind == "import_role" => {
+                spec.keywords.keyword(f, k, v);
+            }
             "vars" => {
                 spec.vars.keyword(f, k, v);
             }
@@ -253,7 +257,11 @@ pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler
             other => f.p.add_key(
                 k,
                 format!("'{other}' on {kind} is not supported yet"),
-                Some(format!("{kind} takes: name, when, tags, become, vars")),
+                Some(if kind == "import_role" {
+                    "import_role takes: name, when, tags, become, become_user, check_mode, environment, notify, delegate_to, vars".to_string()
+                } else {
+                    "include_role takes: name, when, tags, become, vars".to_string()
+                }),
             ),
         }
     }

@@ -414,7 +414,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
                         retries_at = Some(k);
                         number(f, k, v).map(Value::from)
                     }
-                    "delay" | "timeout" | "throttle" => number(f, k, v).map(Value::from),
+                    // Ansible's delay is a float (seconds, `0.5`).
+                    "delay" => match v.to_value() {
+                        Value::Number(n) if n.as_f64().is_some_and(|d| d >= 0.0) && n.as_u64().is_none() => {
+                            Some(Value::from(n.to_string()))
+                        }
+                        _ => number(f, k, v).map(Value::from),
+                    },
+                    "timeout" | "throttle" => number(f, k, v).map(Value::from),
                     "async" => {
                         async_at = number(f, k, v).map(|n| (k, n));
                         None

@@ -30,11 +30,14 @@ pub struct Inherit {
     pub vars: Map<String, Value>,
     /// Above each task's own `vars` (a role's parameters).
     pub params: Map<String, Value>,
+    /// The handlers each task that names none notifies (an import's `notify`, an include's
+    /// `apply: {notify: ...}`), as a block's `notify` is.
+    pub notify: Option<Vec<String>>,
 }
 
 impl Inherit {
-    /// Reads `when`, `tags`, `become`, `become_user`, `check_mode`, `environment` and `vars` of
-    /// an include or role entry; `None` when the key is none of them.
+    /// Reads `when`, `tags`, `become`, `become_user`, `check_mode`, `environment`, `notify` and
+    /// `vars` of an include or role entry; `None` when the key is none of them.
     pub fn keyword(&mut self, f: &mut Front, k: &Key, v: &Node) -> Option<()> {
         match k.name.as_str() {
             "when" => match v.to_value() {
@@ -73,6 +76,7 @@ impl Inherit {
                     self.environment.push((name, t));
                 }
             }
+            "notify" => self.notify = super::task::names(f, k, v, false),
             "vars" => match v.to_value() {
                 Value::Object(m) => self.vars.extend(m),
                 Value::Null => {}
@@ -127,6 +131,11 @@ impl Inherit {
             }
             if s.def.delegate_to.is_none() {
                 s.def.delegate_to = self.delegate_to.clone();
+            }
+            if s.def.notify.is_none()
+                && let Some(n) = &self.notify
+            {
+                s.def.notify = Some(OneOrMany::Many(n.clone()));
             }
             for (k, v) in &self.environment {
                 s.def.environment.entry(k.clone()).or_insert_with(|| v.clone());
