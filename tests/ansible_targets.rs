@@ -178,7 +178,19 @@ const MORE: &[Target] = &[
 ];
 
 /// The targets CI runs.
-const SMOKE: &[&str] = &["replace", "stat", "command_shell", "template"];
+const SMOKE: &[&str] = &[
+    "replace",
+    "stat",
+    "command_shell",
+    "template",
+    "assert",
+    "include_import",
+    "loop_control",
+    "loop-until",
+    "include_with_templating",
+    "import_tasks",
+    "import-role-tasks",
+];
 
 const KEYS: [&str; 6] = ["ok", "changed", "failed", "skipped", "ignored", "rescued"];
 
