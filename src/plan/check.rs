@@ -230,7 +230,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
             r.iter().cloned().chain(facts.flatten()).chain(gathered).collect()
         })
         .collect();
-    let bastion_writes: Vec<bool> = plan.playbooks.iter().map(|pb| writes_on_bastion(site, plan, pb)).collect();
+    let bastion_writes: Vec<bool> = (0..plan.playbooks.len()).map(|i| writes_on_bastion(site, plan, i)).collect();
     for t in plan.graph.node_weights() {
         if t.kind == TaskKind::Barrier {
             continue;
@@ -370,9 +370,11 @@ fn unknown_name(e: &minijinja::Error) -> bool {
     matches!(e.kind(), UnknownFilter | UnknownFunction | UnknownTest)
 }
 
-/// Whether a run of `pb` in `plan` may write files on the bastion: it fetches, delegates a
-/// task, or runs on a host with a local connection.
-fn writes_on_bastion(site: &Site, plan: &Plan, pb: &Playbook) -> bool {
+/// Whether a run of playbook `index` of `plan` may write files on the bastion: it fetches,
+/// delegates a task to the bastion (or to a host named by a template), or runs on a host with
+/// a local connection.
+fn writes_on_bastion(site: &Site, plan: &Plan, index: usize) -> bool {
+    let pb = &plan.playbooks[index];
     let local = |h: &str| {
         (crate::inventory::is_implicit_localhost(h) && !site.inventory.hosts.contains_key(h))
             || site
@@ -382,8 +384,10 @@ fn writes_on_bastion(site: &Site, plan: &Plan, pb: &Playbook) -> bool {
                 .and_then(|v| v.as_str())
                 .is_some_and(|c| matches!(c, "local" | "ansible.builtin.local"))
     };
-    pb.all_steps().any(|s| matches!(s.action, Action::Fetch(_)) || s.def.delegate_to.is_some())
-        || plan.graph.node_weights().filter_map(|t| t.host.as_deref()).any(local)
+    let delegated_here = |d: &str| crate::template::is_template(d) || local(d);
+    pb.all_steps()
+        .any(|s| matches!(s.action, Action::Fetch(_)) || s.def.delegate_to.as_deref().is_some_and(delegated_here))
+        || plan.graph.node_weights().filter(|t| t.playbook == index).filter_map(|t| t.host.as_deref()).any(local)
 }
 
 /// Whether an error of `text` may come of a value only the run makes (`r.stdout.split()[0]`,

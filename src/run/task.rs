@@ -373,11 +373,18 @@ impl Job {
                         if o.status == Status::Unreachable {
                             break;
                         }
-                        // `break_when`, judged with the item's variables and what it set.
+                        // `break_when`, judged with the item's variables, what it set and its
+                        // result under the register name, as Ansible's task variables have them.
                         if let Some(conds) = lc.and_then(|l| l.break_when.as_ref()) {
                             let mut o4 = o2.clone();
                             o4.extend(learned.iter().map(|(k, v)| (k.clone(), v.clone())));
-                            let c4 = self.context_data(Arc::new(o4), self.data_with([var, "ansible_loop"]));
+                            let reg = step.def.register.as_deref().unwrap_or(var);
+                            if let Some(r) = results.last()
+                                && step.def.register.is_some()
+                            {
+                                o4.insert(reg.to_string(), r.clone());
+                            }
+                            let c4 = self.context_data(Arc::new(o4), self.data_with([var, "ansible_loop", reg]));
                             let mut stop = false;
                             for c in conds {
                                 match holds(templates, &Condition::Expr(c.clone()), &c4) {
@@ -516,9 +523,9 @@ impl Job {
                     templates.render_str(t, &ctx).map_err(|e| crate::template::describe_error(&e))?
                 }
             };
-            match text.trim().parse::<f64>() {
-                Ok(d) if d.is_finite() && d >= 0.0 => Ok(Duration::from_secs_f64(d)),
-                _ => Err(format!("delay: '{text}' is not a number of seconds")),
+            match text.trim().parse::<f64>().ok().and_then(|d| Duration::try_from_secs_f64(d).ok()) {
+                Some(d) => Ok(d),
+                None => Err(format!("delay: '{text}' is not a number of seconds")),
             }
         };
         let (retries, delay) = match (
@@ -630,11 +637,13 @@ impl Job {
             }
             // Retries run out: failed, unless the task's own failed_when decides (Ansible's
             // result is then judged by `failed_when_result`).
+            // Ansible then reports `retries` attempts, though it made one more.
             if attempt >= retries && step.def.failed_when.is_some() {
-                o.result.insert("attempts".into(), json!(attempt + 1));
+                o.result.insert("attempts".into(), json!(retries));
                 return o;
             }
             if attempt >= retries {
+                o.result.insert("attempts".into(), json!(retries));
                 o.status = Status::Failed;
                 o.msg = format!(
                     "`until` still false after {} attempt(s){}",

@@ -20,6 +20,9 @@ pub struct PythonModuleArgs {
     /// The module's arguments.
     #[serde(default)]
     pub args: Map<String, Value>,
+    /// The task's `no_log`: the module logs nothing of its arguments on the host either.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_log: bool,
 }
 
 /// The module's JSON answer in what it printed: from the first line that opens a JSON object to
@@ -54,8 +57,9 @@ impl Kind for PythonModuleArgs {
         let path = cx.local_dir.join(&self.path);
         let path = std::path::absolute(&path).unwrap_or(path);
         let (name, args) = (self.module.clone(), Value::Object(self.args.clone()));
-        let (check, diff, interp) = (cx.check, cx.diff, interpreter.clone());
-        let built = tokio::task::spawn_blocking(move || python.module(&name, &path, args, &interp, check, diff)).await;
+        let (check, diff, no_log, interp) = (cx.check, cx.diff, self.no_log, interpreter.clone());
+        let built =
+            tokio::task::spawn_blocking(move || python.module(&name, &path, args, &interp, check, diff, no_log)).await;
         let payload = match built {
             Ok(Ok(p)) => p,
             Ok(Err(e)) => return Outcome::failed(format!("module {}: {e}", self.module)),
@@ -78,7 +82,10 @@ impl Kind for PythonModuleArgs {
         };
         let flag = |k: &str| result.get(k).is_some_and(|v| v.as_bool() == Some(true));
         let msg = result.get("msg").map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_string)).unwrap_or_default();
-        let mut o = if flag("failed") {
+        // Without `failed`, a return code other than 0 is a failure, as Ansible reads it.
+        let rc_failed =
+            !result.contains_key("failed") && result.get("rc").is_some_and(|rc| rc.as_i64().is_some_and(|n| n != 0));
+        let mut o = if flag("failed") || rc_failed {
             Outcome::failed(msg)
         } else if flag("skipped") {
             Outcome::skipped(msg)
@@ -90,6 +97,10 @@ impl Kind for PythonModuleArgs {
         o.commands.push(format!("{interpreter} < AnsiballZ_{}.py", self.module));
         // What is registered is the module's answer, without the `invocation` Ansible leaves
         // out of it (at its default verbosity).
+        // The facts a module returns are the host's from then on, as Ansible sets them.
+        if let Some(Value::Object(facts)) = result.get("ansible_facts") {
+            o.facts = Some(facts.clone());
+        }
         o.result.extend(result.into_iter().filter(|(k, _)| k != "invocation"));
         o
     }

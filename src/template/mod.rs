@@ -187,6 +187,13 @@ fn python_call(
     value: Value,
     args: Rest<ValueOrKwargs>,
 ) -> Result<Value, minijinja::Error> {
+    // As Ansible's plugin sees an undefined value: an error, not a None.
+    if value.is_undefined() {
+        return Err(minijinja::Error::new(
+            ErrorKind::UndefinedError,
+            format!("the {kind} '{name}' was given an undefined value"),
+        ));
+    }
     let mut pos = vec![to_json(&value)?];
     let mut kwargs = serde_json::Map::new();
     for a in args.into_values() {
@@ -745,6 +752,9 @@ const LOOKUPS: &str = "dict, env, file, fileglob, first_found, indexed_items, in
 thread_local! {
     /// Set while the plan's checks render templates: the pipe lookup runs no command then.
     static PLANNING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set while an Ansible playbook is loaded (its roles' names, include loops): a site's
+    /// lookup plugin does not run then, as it does not while planning.
+    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The whole context of each rendering under way on this thread, innermost last: what the
     /// template lookup renders its file with (minijinja gives a function one variable at a
     /// time, and the lookup's file may read any of them, as Ansible's sees the task's vars).
@@ -772,6 +782,19 @@ fn native_result(env: &Environment<'_>, source: &str, text: &str, printed: &[Val
     let core = if source.ends_with('\n') { text.strip_suffix('\n')? } else { text };
     let text_of = |v: &Value| noting_printed(|| env.render_str("{{ v }}", minijinja::context! { v => v.clone() })).0;
     printed.iter().find(|v| text_of(v).is_ok_and(|t| t == core)).cloned()
+}
+
+/// Runs `f` as a playbook's load-time templates render: a site's Python lookup is left to the
+/// run (the template is then not known when loading).
+pub fn loading<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOADING.with(|p| p.set(self.0));
+        }
+    }
+    let _reset = Reset(LOADING.with(|p| p.replace(true)));
+    f()
 }
 
 /// Runs `f` as the plan's checks render: no lookup runs a command on the bastion (`pipe` gives
@@ -1250,7 +1273,7 @@ fn python_lookup(
         let v: Value = kw.get(&k)?;
         kwargs.insert(k, to_json(&v)?);
     }
-    if PLANNING.with(|p| p.get()) {
+    if PLANNING.with(|p| p.get()) || LOADING.with(|p| p.get()) {
         return Err(fail(format!("lookup('{name}', ...): {} {LOOKUP_AT_RUN}", file.display())));
     }
     let mut json_terms = Vec::new();

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value as Json, json};
@@ -86,22 +86,30 @@ fn interpreter() -> PathBuf {
         let n = f.read(&mut head).unwrap_or(0);
         let line = String::from_utf8_lossy(&head[..n]);
         let Some(shebang) = line.lines().next().and_then(|l| l.strip_prefix("#!")) else { continue };
+        // Only a Python (a wrapper script's own interpreter is no use: bash would read the
+        // worker as a shell script).
+        let python = |p: &str| Path::new(p).file_name().is_some_and(|n| n.to_string_lossy().starts_with("python"));
         let mut words = shebang.split_whitespace();
         match (words.next(), words.next()) {
-            (Some(env), Some(py)) if env.ends_with("/env") => return PathBuf::from(py),
-            (Some(py), _) => return PathBuf::from(py),
+            (Some(env), Some(py)) if env.ends_with("/env") && python(py) => return PathBuf::from(py),
+            (Some(py), _) if python(py) => return PathBuf::from(py),
             _ => {}
         }
     }
     PathBuf::from("python3")
 }
 
+/// How long a plugin may take to answer before copctl gives up on the worker.
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(300);
+
 struct Worker {
     child: Child,
     requests: ChildStdin,
-    answers: BufReader<ChildStdout>,
+    /// The worker's answers, a line each, read by a thread of their own (a wait with a limit).
+    answers: std::sync::mpsc::Receiver<std::io::Result<String>>,
     /// The last of what the worker wrote to stderr, for an error when it dies.
     stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Worker {
@@ -118,11 +126,17 @@ impl Worker {
                 format!("cannot start {} for the site's Python plugins: {e} (set COPCTL_PYTHON)", python.display())
             })?;
         let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(err) = child.stderr.take() {
+        let stderr_reader = child.stderr.take().map(|err| {
             let keep = stderr.clone();
-            // What a plugin prints is shown, as Ansible shows it; the tail is kept for errors.
+            // What a plugin prints is shown, as Ansible shows it (whatever its encoding: the
+            // pipe is drained to its end, so the worker never blocks writing it); the tail is
+            // kept for errors.
             std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut r = BufReader::new(err);
+                let mut raw = Vec::new();
+                while r.read_until(b'\n', &mut raw).is_ok_and(|n| n > 0) {
+                    let line = String::from_utf8_lossy(&raw).trim_end_matches('\n').to_string();
+                    raw.clear();
                     eprintln!("python plugin: {line}");
                     let mut k = keep.lock().unwrap_or_else(|p| p.into_inner());
                     k.push_str(&line);
@@ -133,27 +147,59 @@ impl Worker {
                         k.drain(..cut);
                     }
                 }
-            });
-        }
+            })
+        });
         let requests = child.stdin.take().expect("piped stdin");
-        let answers = BufReader::new(child.stdout.take().expect("piped stdout"));
-        Ok(Worker { child, requests, answers, stderr })
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(out);
+            loop {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if tx.send(Ok(line)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Worker { child, requests, answers, stderr, stderr_reader })
+    }
+
+    /// The worker ended (or was ended): what it said last on stderr.
+    fn last_words(&mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(h) = self.stderr_reader.take() {
+            let _ = h.join();
+        }
+        self.stderr.lock().map(|s| s.trim().to_string()).unwrap_or_default()
     }
 
     fn ask(&mut self, request: &Json) -> Result<Json, String> {
         let mut line = serde_json::to_string(request).map_err(|e| e.to_string())?;
         line.push('\n');
-        let mut answer = String::new();
-        let sent = self.requests.write_all(line.as_bytes()).and_then(|_| self.requests.flush());
-        let read = sent.and_then(|_| self.answers.read_line(&mut answer));
-        match read {
-            Ok(n) if n > 0 => serde_json::from_str(&answer).map_err(|e| format!("the Python worker answered {e}")),
-            _ => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                let tail = self.stderr.lock().map(|s| s.trim().to_string()).unwrap_or_default();
-                Err(format!("the Python worker for the site's plugins stopped: {tail}"))
+        if self.requests.write_all(line.as_bytes()).and_then(|_| self.requests.flush()).is_err() {
+            return Err(format!("the Python worker for the site's plugins stopped: {}", self.last_words()));
+        }
+        match self.answers.recv_timeout(ANSWER_WITHIN) {
+            Ok(Ok(answer)) => serde_json::from_str(&answer).map_err(|e| format!("the Python worker answered {e}")),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let tail = self.last_words();
+                Err(format!(
+                    "the site's Python plugin gave no answer in {} s: its worker was stopped{}",
+                    ANSWER_WITHIN.as_secs(),
+                    if tail.is_empty() { String::new() } else { format!(" ({tail})") }
+                ))
             }
+            _ => Err(format!("the Python worker for the site's plugins stopped: {}", self.last_words())),
         }
     }
 }
@@ -231,6 +277,7 @@ impl Python {
 
     /// The payload Ansible sends a host for module `name` (file `path`) with `args`: a Python
     /// script for the host's `interpreter`, its arguments inside.
+    #[allow(clippy::too_many_arguments)]
     pub fn module(
         &self,
         name: &str,
@@ -239,9 +286,10 @@ impl Python {
         interpreter: &str,
         check: bool,
         diff: bool,
+        no_log: bool,
     ) -> Result<Vec<u8>, String> {
         let request = json!({"op": "module", "name": name, "path": path, "args": args,
-            "interpreter": interpreter, "check": check, "diff": diff});
+            "interpreter": interpreter, "check": check, "diff": diff, "no_log": no_log});
         match self.ask(request)? {
             Answer::Value(Json::String(b64)) => {
                 use base64::Engine;

@@ -7,9 +7,15 @@ import os
 import sys
 import traceback
 
-proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+# A lone surrogate (text from undecodable bytes) goes as "?": the answer stays UTF-8.
+proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
+requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
+# What plugins (and what they start) read is nothing: the requests are copctl's alone.
+devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(devnull, 0)
+sys.stdin.close()
 
 modules = {}
 UNDEFINED = "__copctl_undefined__"
@@ -65,8 +71,7 @@ def markers(values, accept):
 
 
 def lookup(req):
-    cls = load(req["path"]).LookupModule
-    loader = templar = None
+    loader = templar = plugin = None
     try:
         from ansible.parsing.dataloader import DataLoader
         from ansible.template import Templar
@@ -77,18 +82,36 @@ def lookup(req):
         templar = Templar(loader=loader, variables=req["variables"])
     except ImportError:
         pass
-    plugin = cls(loader=loader, templar=templar)
-    terms = markers(req["terms"], getattr(cls, "accept_args_markers", False))
+    if loader is not None:
+        # Through Ansible's own plugin loader, as Ansible loads it: the plugin's documented
+        # options (set_options, get_option) work then.
+        from ansible.plugins.loader import lookup_loader
+
+        ready_loader()
+        lookup_loader.add_directory(os.path.dirname(req["path"]))
+        name = os.path.splitext(os.path.basename(req["path"]))[0]
+        plugin = lookup_loader.get(name, loader=loader, templar=templar)
+    if plugin is None:
+        plugin = load(req["path"]).LookupModule(loader=loader, templar=templar)
+    terms = markers(req["terms"], getattr(plugin, "accept_args_markers", False))
     return plugin.run(terms, variables=req["variables"], **req["kwargs"])
 
 
 loader_ready = False
 
 
+def ready_loader():
+    global loader_ready
+    if not loader_ready:
+        from ansible.plugins.loader import init_plugin_loader
+
+        init_plugin_loader([])
+        loader_ready = True
+
+
 def module(req):
     # What Ansible sends a host for a module: its AnsiballZ payload (the module, the
     # module_utils it imports, its arguments with Ansible's internal ones), for the host's Python.
-    global loader_ready
     import base64
 
     from ansible import __version__
@@ -96,16 +119,12 @@ def module(req):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
-    if not loader_ready:
-        from ansible.plugins.loader import init_plugin_loader
-
-        init_plugin_loader([])
-        loader_ready = True
+    ready_loader()
     args = dict(req["args"])
     args.update(
         {
             "_ansible_check_mode": req["check"],
-            "_ansible_no_log": False,
+            "_ansible_no_log": req["no_log"],
             "_ansible_debug": False,
             "_ansible_diff": req["diff"],
             "_ansible_verbosity": 0,
@@ -153,12 +172,14 @@ def answer(req):
     raise ValueError("unknown request %r" % op)
 
 
-for line in sys.stdin:
+for line in requests:
     try:
-        out = {"ok": plain(answer(json.loads(line)))}
+        text = json.dumps({"ok": plain(answer(json.loads(line)))}, allow_nan=False, ensure_ascii=False)
     except Undefined as e:
-        out = {"undefined": str(e)}
+        text = json.dumps({"undefined": str(e)}, ensure_ascii=False)
     except Exception as e:
-        out = {"error": str(e), "type": type(e).__name__, "trace": traceback.format_exc()}
-    proto.write(json.dumps(out) + "\n")
+        text = json.dumps(
+            {"error": str(e), "type": type(e).__name__, "trace": traceback.format_exc()}, ensure_ascii=False
+        )
+    proto.write(text + "\n")
     proto.flush()

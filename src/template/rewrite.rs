@@ -58,6 +58,16 @@ pub fn apply_default(text: &str, expr: bool) -> Cow<'_, str> {
         return done.as_ref().map_or(Cow::Borrowed(text), |t| Cow::Owned(t.to_string()));
     }
     let out = apply(text, SyntaxConfig::default(), expr);
+    // Written for Jinja's own delimiters, and not where a raw block could hold what looks like
+    // a macro.
+    let out = if !expr && macro_with_include(&out) && !out.contains("raw") {
+        match macro_includes(&out) {
+            Cow::Borrowed(_) => out,
+            Cow::Owned(o) => Cow::Owned(o),
+        }
+    } else {
+        out
+    };
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     // Bounded: a run's texts are few; texts made per host (a rendered variable) are not kept long.
     if seen.len() >= 4096 {
@@ -158,7 +168,6 @@ pub fn apply(text: &str, syntax: SyntaxConfig, expr: bool) -> Cow<'_, str> {
     let done = then(done, modulo, |t| percent(t, syntax.clone(), expr));
     let done = then(done, dates_subtracted, |t| minus(t, syntax.clone(), expr));
     let done = then(done, templated_terms, |t| lookup_terms(t, syntax.clone(), expr));
-    let done = if expr { done } else { then(done, macro_with_include, macro_includes) };
     then(done, |t| t.contains('+'), |t| unary_plus(t, syntax.clone(), expr))
 }
 
@@ -706,7 +715,7 @@ mod tests {
         let src = "{% set test = 1 %}{% import 'v.j2' as vars with context %}{% from 'm.j2' import a, b as c %}\
                    {% macro m() %}{% include 'x.j2' %}{% endmacro %}{% macro n() %}{{ 1 }}{% endmacro %}";
         assert_eq!(
-            rw(src),
+            apply_default(src, false),
             "{% set test = 1 %}{% import 'v.j2' as vars with context %}{% from 'm.j2' import a, b as c %}\
              {% macro m() %}{% if false %}{{ test }}{{ vars }}{{ a }}{{ c }}{% endif %}{% include 'x.j2' %}{% endmacro %}\
              {% macro n() %}{{ 1 }}{% endmacro %}"
@@ -719,7 +728,10 @@ mod tests {
         };
         let t = "{% set top = 'top' %}{% import 'v.j2' as vars %}{% macro m() %}{% include 'inc.j2' %}{% endmacro %}{{ m() }}";
         assert!(env.render_str(t, ()).is_err(), "minijinja alone does not see them");
-        assert_eq!(env.render_str(&rw(t), ()).unwrap(), "from import/top");
+        assert_eq!(env.render_str(&apply_default(t, false), ()).unwrap(), "from import/top");
+        // Not inside a raw block.
+        let raw = "{% raw %}{% set x = 1 %}{% macro m() %}{% include 'a' %}{% endmacro %}{% endraw %}";
+        assert_eq!(apply_default(raw, false), raw);
     }
 
     #[test]

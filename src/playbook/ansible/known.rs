@@ -67,13 +67,13 @@ fn render(f: &mut Front, text: &str, (line, column): (usize, usize), expression:
     let ctx = templates.context(&all);
     let lone = super::task::lone_expression(text).is_some();
     let value = if expression && lone {
-        let v = templates.eval(text, &ctx).ok()?;
+        let v = crate::template::loading(|| templates.eval(text, &ctx)).ok()?;
         if v.is_undefined() {
             return None;
         }
         serde_json::to_value(&v).ok()?
     } else {
-        Value::String(templates.render_str(text, &ctx).ok()?)
+        Value::String(crate::template::loading(|| templates.render_str(text, &ctx)).ok()?)
     };
     let vars = reads(text, &all);
     f.load_time.push(LoadTime { text: text.to_string(), vars, source: f.p.source.clone(), line, column });

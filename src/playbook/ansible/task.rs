@@ -323,8 +323,14 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
             continue;
         } else {
             match modules::short_name(&k.name) {
-                // A site's own module of that name comes first, as Ansible's library paths do.
-                Some(s) if library_module(f, s).is_some() => Role::Module(LIBRARY),
+                // A site's own module of that name comes first, as Ansible's library paths do
+                // (for a bare name or `ansible.legacy.`; `ansible.builtin.copy` is Ansible's).
+                Some(s)
+                    if (!k.name.contains('.') || k.name.starts_with("ansible.legacy."))
+                        && library_module(f, s).is_some() =>
+                {
+                    Role::Module(LIBRARY)
+                }
                 Some(s) if SUPPORTED.contains(&s) => Role::Module(s),
                 Some(s) if NOT_YET.iter().any(|(n, _)| *n == s) => {
                     let why = NOT_YET.iter().find(|(n, _)| *n == s).map(|(_, w)| *w).unwrap_or("");
@@ -596,6 +602,13 @@ pub fn task(f: &mut Front, node: &Node, handler: bool) -> Option<Step> {
         && let Some(args) = t.args.as_object_mut()
     {
         args.insert("file_result".into(), Value::Bool(true));
+    }
+    // A site's module logs its arguments on the host unless told the task is no_log.
+    if kind == LIBRARY
+        && def.get("no_log") == Some(&Value::Bool(true))
+        && let Some(args) = t.args.as_object_mut()
+    {
+        args.insert("no_log".into(), Value::Bool(true));
     }
     def.insert(kind.to_string(), t.args);
     def.insert("ansible".into(), Value::Bool(true));
