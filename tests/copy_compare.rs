@@ -4,7 +4,8 @@
 //! only the content, only the mode or only the size differs, for a small source (kept in memory,
 //! sent inside a script), a streamed one and one hashed with OpenSSL; a source edited between
 //! runs is copied again; through the script path (owner names asked); and a secret source is
-//! never printed.
+//! never printed. A large file seen unchanged is known from its identity on the host the next
+//! time (`.copctl/content`), and any write to it, size and mtime kept, is still seen.
 
 mod common;
 
@@ -42,6 +43,17 @@ plays:
         copy: { src: files/large, dest: /opt/large, mode: "0644" }
 "#;
 
+const OWNED: &str = r#"description: copies with an owner (stat by script)
+plays:
+  - name: owned
+    hosts: lab
+    steps:
+      - name: small
+        copy: { src: files/small, dest: /opt/small, mode: "0640", owner: root, group: root }
+      - name: large
+        copy: { src: files/large, dest: /opt/large, mode: "0640", owner: root }
+"#;
+
 /// A site on `n` hosts with the three sources and the playbook.
 fn site(n: usize) -> Site {
     let site = Site::hosts(n);
@@ -49,6 +61,7 @@ fn site(n: usize) -> Site {
         site.write(&format!("files/{name}"), bytes(*len, i as u8));
     }
     site.write("playbooks/copies.yaml", PLAYBOOK);
+    site.write("playbooks/owned.yaml", OWNED);
     site
 }
 
@@ -150,19 +163,6 @@ fn a_source_edited_between_runs_is_copied_again() {
 fn the_script_path_with_owner_names_compares_the_same_way() {
     let site = site(1);
     let lab = site.lab();
-    site.write(
-        "playbooks/owned.yaml",
-        r#"description: copies with an owner (stat by script)
-plays:
-  - name: owned
-    hosts: lab
-    steps:
-      - name: small
-        copy: { src: files/small, dest: /opt/small, mode: "0640", owner: root, group: root }
-      - name: large
-        copy: { src: files/large, dest: /opt/large, mode: "0640", owner: root }
-"#,
-    );
     let ran = site.run_json(&["owned"], 0);
     assert_eq!(status_of(&ran, "lab-1", "small"), "changed");
     assert_eq!(status_of(&ran, "lab-1", "large"), "changed");
@@ -226,4 +226,75 @@ plays:
     for (path, text) in files_under(&site.path(".copctl")) {
         assert!(!text.contains(secret), "secret in {}", path.display());
     }
+}
+
+/// The record of what a host's large files hold (`.copctl/content/<host>`): path → sha1.
+fn recorded(site: &Site, host: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(site.path(&format!(".copctl/content/{host}"))).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(3, ' ').collect();
+            (f[2].to_string(), f[0].to_string())
+        })
+        .collect()
+}
+
+/// Writes `X` into the 11th byte of `path` on host 0 and puts its mtime back: same size, same
+/// mtime, new content (what rsync's quick check would miss; the ctime still moves).
+fn rewrite_in_place(lab: &lab::Lab, path: &str) {
+    lab.sh(
+        0,
+        &format!(
+            "m=$(stat -c %.9Y {path}); printf X | dd of={path} bs=1 seek=10 conv=notrunc status=none; \
+             touch -m -d \"@$m\" {path}; [ \"$(stat -c %.9Y {path})\" = \"$m\" ]"
+        ),
+    );
+}
+
+fn the_run_after_a_settled_one_knows_large_files_from_the_record(playbook: &str) {
+    let site = site(1);
+    let lab = site.lab();
+    site.run_json(&[playbook], 0);
+    // A file's identity stands for its content once its times are 3 s behind the host's clock
+    // (and copctl takes it once the file is over 3 s old by the bastion's whole seconds).
+    std::thread::sleep(std::time::Duration::from_millis(4200));
+    all_ok(&site.run_json(&[playbook], 0));
+    let sha1 = |name: &str| {
+        use sha1::Digest;
+        hex::encode(sha1::Sha1::digest(source(&site, name)))
+    };
+    let mut want = vec![("/opt/large".to_string(), sha1("large"))];
+    if playbook == "copies" {
+        want.insert(1, ("/opt/medium".to_string(), sha1("medium")));
+    }
+    assert_eq!(recorded(&site, "lab-1"), want, "large files are recorded, small ones (hashed over SFTP) not");
+
+    // The next run takes the record's word for content whose identity did not move: a record
+    // that says other content makes the run write the file again.
+    let record = site.path(".copctl/content/lab-1");
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(&record, text.replace(&sha1("large"), &"0".repeat(40))).unwrap();
+    let ran = site.run_json(&[playbook], 0);
+    assert_eq!(status_of(&ran, "lab-1", "large"), "changed", "the record was read");
+    assert_eq!(status_of(&ran, "lab-1", "small"), "ok");
+
+    // Any write changes the file's identity (its ctime), size and mtime kept or not.
+    std::thread::sleep(std::time::Duration::from_millis(4200));
+    all_ok(&site.run_json(&[playbook], 0));
+    rewrite_in_place(lab, "/opt/large");
+    let ran = site.run_json(&[playbook], 0);
+    assert_eq!(status_of(&ran, "lab-1", "large"), "changed", "a same-size, same-mtime write is seen");
+    assert_eq!(std::fs::read(lab.path(0, "/opt/large")).unwrap(), source(&site, "large"));
+    all_ok(&site.run_json(&[playbook], 0));
+}
+
+#[test]
+fn a_large_file_seen_unchanged_is_known_from_the_record_until_anything_writes_it() {
+    the_run_after_a_settled_one_knows_large_files_from_the_record("copies");
+}
+
+#[test]
+fn the_script_path_keeps_and_checks_the_record_the_same_way() {
+    // Owner names make the comparison one script (as with become), not SFTP and a hash.
+    the_run_after_a_settled_one_knows_large_files_from_the_record("owned");
 }

@@ -124,7 +124,8 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
         }
     }
     let logins = crate::plan::logins::logins(&site, &plan)?;
-    let pool = cli.pool(&site, &hosts, &logins)?;
+    let mut pool = cli.pool(&site, &hosts, &logins)?;
+    pool.known = crate::transport::known_content::KnownContent::at(req.record_root.join("content"));
     crate::run::run(site, plan, pool, req)
 }
 

@@ -74,7 +74,7 @@ const HASH_HERE_UP_TO: u64 = 64 << 10;
 /// The sha1 of the file at `path` (`size` bytes): a small one read over SFTP into the hasher,
 /// a larger one computed on the host by one process in the connection's long-lived shell; `None`
 /// when it could not be read there (then the content counts as different, and is written).
-async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64) -> Result<Option<String>, Outcome> {
+async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64, mtime: Option<u64>) -> Result<Option<String>, Outcome> {
     let sftp_asked = std::env::var_os("COPCTL_REMOTE_HASH").is_some_and(|v| v == "sftp");
     if (sftp_asked || size <= HASH_HERE_UP_TO)
         && let Some(r) = cx.conn.sha1_sftp(path, size as usize).await
@@ -85,9 +85,69 @@ async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64) -> Result<Option<
             Err(e) => tracing::debug!(host = cx.host, path, error = %e, "SFTP hash failed; hashing on the host"),
         }
     }
-    let script = format!("p={}; {}", shell_quote(path), hash_command(size));
+    hash_or_recall(cx, path, size, mtime).await
+}
+
+/// Whether a file modified at `mtime` (the host's clock, SFTP's whole seconds) may be settled by
+/// the time it is hashed (`transport::known_content`), by the bastion's clock (whole seconds)
+/// for the two clocks' difference: a file written moments ago (the re-run right after a first
+/// run) is not worth the `stat` that records it. Only ever decides whether to try.
+fn may_settle(mtime: Option<u64>) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    mtime.is_none_or(|m| m + 3 < now)
+}
+
+/// A large file's sha1 from what the bastion recorded it held, where its identity on the host is
+/// still the recorded one (one `stat`, `transport::known_content`), else computed on the host,
+/// its identity taken just before and recorded once settled. One script either way.
+async fn hash_or_recall(
+    cx: &StepCtx<'_>,
+    path: &str,
+    size: u64,
+    mtime: Option<u64>,
+) -> Result<Option<String>, Outcome> {
+    let recorded = cx.pool.known.get(cx.host, path);
+    if recorded.is_none() && !may_settle(mtime) {
+        let out = cx.sh(&format!("p={}; {}", shell_quote(path), hash_command(size)), None).await?;
+        return Ok(if out.success() { parse_digest(&out.stdout) } else { None });
+    }
+    let script = format!(
+        "p={}; {}\n{}[ $# = 2 ] && echo \"ID $1 $2\"\n{}",
+        shell_quote(path),
+        TAKE_IDENTITY,
+        recorded.as_ref().map_or(String::new(), |(id, _)| format!(
+            "[ $# = 2 ] && [ \"$1\" = {} ] && {{ echo KNOWN; exit 0; }}\n",
+            shell_quote(id)
+        )),
+        hash_command(size)
+    );
     let out = cx.sh(&script, None).await?;
-    Ok(if out.success() { parse_digest(&out.stdout) } else { None })
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Some((_, sha1)) = recorded.as_ref().filter(|_| text.trim_end() == "KNOWN") {
+        return Ok(Some(sha1.clone()));
+    }
+    let digest = if out.success() { text.lines().last().and_then(|l| parse_digest(l.as_bytes())) } else { None };
+    remember(cx, path, recorded.is_some(), &text, digest.as_deref());
+    Ok(digest)
+}
+
+/// Sets `$1` to the file `$p`'s identity and `$2` to the host's clock (`/proc/self/` is the
+/// `stat` process's own directory, made when first looked up: its ctime is now; without the
+/// slash, the link `/proc/self`, as old as /proc); fewer than two where `stat` cannot tell.
+const TAKE_IDENTITY: &str = "set -- $(stat -c '%d:%i:%s:%.9Y:%.9Z' -- \"$p\" /proc/self/ 2>/dev/null)";
+
+/// Records what a hashing script's `ID identity now` line and digest say the file holds, once
+/// settled; forgets a record the file no longer matches.
+fn remember(cx: &StepCtx<'_>, path: &str, had_record: bool, out: &str, digest: Option<&str>) {
+    use crate::transport::known_content::settled;
+    let identity = out.lines().find_map(|l| l.strip_prefix("ID ")).and_then(|l| l.split_once(' '));
+    match (identity, digest) {
+        (Some((identity, now)), Some(sha1)) if settled(identity, now) => {
+            cx.pool.known.set(cx.host, path, Some((identity, sha1)))
+        }
+        _ if had_record => cx.pool.known.set(cx.host, path, None),
+        _ => {}
+    }
 }
 
 /// Kind, mode and size of `path` from SFTP's `lstat` (no remote process), and for a file of the
@@ -103,7 +163,7 @@ async fn stat_sftp(cx: &StepCtx<'_>, path: &str, hash: Hash) -> Option<Result<Op
         PathKind::Other => return None,
     };
     let sha1 = match hash {
-        Hash::IfSize(n) if kind == "file" && info.size == n => match hash_on_host(cx, path, n).await {
+        Hash::IfSize(n) if kind == "file" && info.size == n => match hash_on_host(cx, path, n, info.mtime).await {
             Ok(h) => h,
             Err(o) => return Some(Err(o)),
         },
@@ -131,14 +191,39 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
     if !names && let Some(s) = stat_sftp(cx, path, hash).await {
         return s;
     }
-    let (want, tools) = match hash {
-        Hash::IfSize(n) => (n.to_string(), hash_command(n)),
-        Hash::No => ("-".to_string(), "false".to_string()),
+    // A large file's content may be known from the record (as in `hash_or_recall`): the one
+    // `stat` also prints its identity and, for `/proc/self/`, the host's clock.
+    let large = match hash {
+        Hash::IfSize(n) => n > HASH_HERE_UP_TO,
+        Hash::No => false,
+    };
+    let recorded = if large { cx.pool.known.get(cx.host, path) } else { None };
+    let (want, hashing) = match hash {
+        Hash::IfSize(n) => (
+            n.to_string(),
+            format!(
+                "{}h=$({}) || h=-; h=${{h%% *}}{}",
+                recorded.as_ref().map_or(String::new(), |(id, sha1)| format!(
+                    "if [ \"$5\" = {} ]; then h={sha1}; else ",
+                    shell_quote(id)
+                )),
+                hash_command(n),
+                if recorded.is_some() { "; fi" } else { "" }
+            ),
+        ),
+        Hash::No => ("-".to_string(), ":".to_string()),
+    };
+    let stat = if large {
+        "set -- $(stat -c '%a %U %G %s %d:%i:%s:%.9Y:%.9Z' -- \"$p\" /proc/self/); [ $# -ge 5 ] || exit 1; \
+         s=\"$1 $2 $3 $4\"; [ $# = 10 ] && [ $k = file ] && [ \"$4\" = WANT ] && echo \"ID $5 ${10}\"; "
+            .replace("WANT", &want)
+    } else {
+        "s=$(stat -c '%a %U %G %s' \"$p\") || exit 1; ".to_string()
     };
     let script = format!(
         "p={p}; if [ -L \"$p\" ]; then k=link; elif [ -d \"$p\" ]; then k=directory; elif [ -e \"$p\" ]; then k=file; \
-         else echo absent; exit 0; fi; s=$(stat -c '%a %U %G %s' \"$p\") || exit 1; h=-; l=-; \
-         if [ $k = file ] && [ \"${{s##* }}\" = {want} ]; then h=$({tools}) || h=-; h=${{h%% *}}; fi; \
+         else echo absent; exit 0; fi; {stat}h=-; l=-; \
+         if [ $k = file ] && [ \"${{s##* }}\" = {want} ]; then {hashing}; fi; \
          if [ $k = link ]; then l=$(readlink \"$p\"); fi; echo \"$k $s $h $l\"",
         p = shell_quote(path),
     );
@@ -147,9 +232,17 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
         return Err(Outcome::failed(format!("cannot stat {path}: {}", String::from_utf8_lossy(&out.stderr).trim())));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let f: Vec<&str> = text.trim().splitn(7, ' ').collect();
+    let last = text.trim().lines().last().unwrap_or("");
+    let f: Vec<&str> = last.splitn(7, ' ').collect();
     if f.first() == Some(&"absent") || f.len() < 7 {
         return Ok(None);
+    }
+    if let Hash::IfSize(n) = hash
+        && n > HASH_HERE_UP_TO
+        && f[0] == "file"
+        && f[4] == n.to_string()
+    {
+        remember(cx, path, recorded.is_some(), &text, parse_digest(f[5].as_bytes()).as_deref());
     }
     Ok(Some(Stat {
         kind: f[0].to_string(),

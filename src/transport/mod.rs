@@ -4,6 +4,7 @@
 //! of playbooks. An enum, not a trait: the kinds are a closed set the inventory picks, every caller
 //! holds a `HostConnection`, and the two differ (SSH alone has SFTP `lstat`, owners, stdin streams).
 
+pub mod known_content;
 pub mod known_hosts;
 mod local;
 pub mod spec;
@@ -100,6 +101,8 @@ pub struct PathInfo {
     pub gid: u32,
     /// A link's target.
     pub link: Option<String>,
+    /// Modification time, whole seconds since the epoch on the host's clock.
+    pub mtime: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,6 +337,8 @@ pub struct Pool {
     connecting: Semaphore,
     /// Releases still closing their host's connection; `close` waits for them.
     releasing: std::sync::Mutex<JoinSet<()>>,
+    /// What the hosts' files were last seen to hold (none kept unless a run sets where).
+    pub known: known_content::KnownContent,
 }
 
 impl Pool {
@@ -344,6 +349,7 @@ impl Pool {
             conns: Mutex::new(HashMap::new()),
             connecting: Semaphore::new(forks.max(1)),
             releasing: std::sync::Mutex::new(JoinSet::new()),
+            known: known_content::KnownContent::default(),
         }
     }
 

@@ -440,6 +440,7 @@ impl SshConnection {
             uid: md.uid.unwrap_or(u32::MAX),
             gid: md.gid.unwrap_or(u32::MAX),
             link,
+            mtime: md.mtime.map(u64::from),
         }))
     }
 
