@@ -1062,3 +1062,23 @@ fn reading_what_tasks_printed_ends_as_ansible_leaves_it() {
     let arg = std::fs::read_to_string(ours.lab().path(0, "/opt/app/unsafe-arg")).unwrap();
     assert_eq!(arg, "{{ raw }} {% if %}\n");
 }
+
+/// A string that is one expression and a newline (`content: "{{ port }}\n"`): a number or a
+/// boolean loses the newline, as Ansible 2.19's native rendering has it; text keeps it, and a
+/// space around the expression makes it text (in a fact or a variable too).
+#[test]
+fn one_expression_and_a_newline_ends_as_ansible_leaves_it() {
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "trailing-newline.yml");
+    let read = |p: &str| std::fs::read_to_string(ours.lab().path(0, &format!("/opt/app/{p}"))).unwrap();
+    let files = ["port", "port2", "listen", "enabled", "greeting", "nl-number", "nl-bool", "nl-text", "lines"];
+    assert_eq!(
+        files.map(read),
+        ["8443", "8443\n\n", "listen 8443\n", "True", "hello\n", "8443", "True", "hello\n", "8444\n"]
+    );
+    assert_eq!(
+        read("facts"),
+        "[8443, 'hello\\n', ' 8443\\n', ' hello ', ['ana', 'bo'], 8443, 'hello\\n', ' hello\\n']\n\
+         ['int', 'str', 'str', 'str', 'list', 'int', 'str', 'str']\n"
+    );
+}

@@ -478,3 +478,20 @@ fn a_fatal_handler_failure_at_a_flush_stops_the_rest_of_the_play_uncounted() {
     assert_eq!(a, b, "recap counts [ok, changed, failed, skipped, ignored] differ");
     assert!(!ours.lab().path(0, "/tmp/after-flush").exists(), "the task after the flush ran");
 }
+
+/// Keywords given to a role where the play lists it (`environment`, `vars`) reach its handlers
+/// as they reach its tasks.
+#[test]
+fn a_roles_keywords_reach_its_handlers_as_ansible_has_them() {
+    let (theirs, ours) = (site(2), site(2));
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(&theirs, &["role-keywords.yml"]), copctl_run(&ours, &["role-keywords.yml"]));
+        eprintln!("role-keywords.yml {run}: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
+        assert_eq!(diff(&sa, &sb), "", "role-keywords.yml {run}: the hosts' files differ");
+        assert_eq!(a, b, "role-keywords.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+    let read = |p: &str| std::fs::read_to_string(ours.lab().path(0, &format!("/opt/app/notifier/{p}"))).unwrap();
+    assert_eq!(read("task-listed"), "task env=from-the-role\n");
+    assert_eq!(read("handler-listed"), "handler env=from-the-role check=False\n");
+}

@@ -144,6 +144,7 @@ impl Job {
             o
         };
         let body = crate::template::RENDERED_TEXT.scope(Default::default(), body);
+        let body = crate::template::ANSIBLE_TASK.scope(ansible, body);
         crate::template::TEMPLATED_CONDITIONALS.scope(std::cell::Cell::new(0), body).await
     }
 
@@ -693,7 +694,8 @@ fn loop_items(t: &Templates, v: &Value, ctx: &minijinja::Value) -> Result<Vec<Va
                 Some(expr) => t
                     .eval(&expr, ctx)
                     .map_err(|e| crate::template::describe_error(&e))
-                    .and_then(|r| serde_json::to_value(&r).map_err(|e| e.to_string())),
+                    .and_then(|r| serde_json::to_value(&r).map_err(|e| e.to_string()))
+                    .map(|j| crate::template::json_with_dropped_newline(x.as_str().unwrap_or(""), j)),
                 None => {
                     let out = crate::steps::render_value(t, x, ctx).map_err(|e| crate::template::describe_error(&e))?;
                     crate::template::note_rendered_text(x, &out);

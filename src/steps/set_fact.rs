@@ -74,7 +74,9 @@ pub(super) fn native(cx: &StepCtx<'_>, v: &Value) -> Result<Value, minijinja::Er
                         format!("'{}' is undefined", expr.trim()),
                     ));
                 }
-                serde_json::to_value(&r).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))
+                serde_json::to_value(&r)
+                    .map(|j| crate::template::json_with_dropped_newline(s, j))
+                    .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))
             }
             None => render_value(cx.templates, v, cx.vars),
         },

@@ -393,7 +393,24 @@ impl Templates {
         if !is_template(text) {
             return Ok(text.to_string());
         }
-        render_text(&self.env, "<string>", &escape_backslashes(text), ctx, &Syntax::default())
+        let source = escape_backslashes(text);
+        // Jinja drops a template's one trailing newline before Ansible 2.19 renders it natively,
+        // and puts it back only on text: `"{{ 2 }}\n"` is the number 2, `"{{ 'a' }}\n"` is "a\n".
+        if ANSIBLE_TASK.try_with(|a| *a).unwrap_or(false)
+            && let Some(core) = source.strip_suffix('\n')
+            && let Some(expr) = single_expression(&source)
+            && let Ok(v) = with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
+            && matches!(
+                v.kind(),
+                minijinja::value::ValueKind::Number
+                    | minijinja::value::ValueKind::Bool
+                    | minijinja::value::ValueKind::Seq
+                    | minijinja::value::ValueKind::Map
+            )
+        {
+            return render_text(&self.env, "<string>", core, ctx, &Syntax::default());
+        }
+        render_text(&self.env, "<string>", &source, ctx, &Syntax::default())
     }
 
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
@@ -511,6 +528,9 @@ tokio::task_local! {
     /// Text the task's loop made by rendering a template written in the playbook around other
     /// text (`'x == {{ y }}'`): Ansible 2.19 does not trust it as an expression, nor does `judge`.
     pub static RENDERED_TEXT: std::cell::RefCell<std::collections::HashSet<String>>;
+    /// Set for the tasks of an Ansible playbook: their strings render as Ansible's do where
+    /// copctl's own playbooks keep plain text (`render_str`).
+    pub static ANSIBLE_TASK: bool;
 }
 
 /// Whether `text` is one `RENDERED_TEXT` holds for the task under way.
@@ -571,7 +591,7 @@ fn render_term(state: &minijinja::State, text: &str) -> Result<Value, minijinja:
             v if v.is_undefined() => {
                 Err(minijinja::Error::new(ErrorKind::UndefinedError, format!("'{}' is undefined", expr.trim())))
             }
-            v => Ok(v),
+            v => Ok(with_dropped_newline(&source, v)),
         }),
         None => env.render_str(&body, &ctx).map(Value::from),
     }
@@ -1993,10 +2013,13 @@ pub fn literal(text: &str) -> Result<String, String> {
     Ok(format!("{{% raw %}}{text}{{% endraw %}}"))
 }
 
-/// The expression of a string that is one `{{ expression }}` and nothing else: its value keeps
-/// its type (Ansible's native values), where any other template renders to text.
+/// The expression of a string that is one `{{ expression }}` and nothing else, but for one
+/// trailing newline (which Jinja drops before Ansible renders the rest natively): its value keeps
+/// its type (Ansible's native values), where any other template, a space around it included,
+/// renders to text. A value that is text gets the newline back (`with_dropped_newline`).
 pub fn single_expression(s: &str) -> Option<&str> {
-    s.trim()
+    s.strip_suffix('\n')
+        .unwrap_or(s)
         .strip_prefix("{{")
         .and_then(|x| x.strip_suffix("}}"))
         .filter(|x| !x.contains("{{") && !x.contains("{%") && (!x.contains("}}") || one_expression(x)))
@@ -2028,6 +2051,23 @@ fn one_expression(inner: &str) -> bool {
     depth == 0 && quote.is_none()
 }
 
+/// The native value of `source`, a `single_expression`: text gets back the trailing newline Jinja
+/// dropped (`"{{ name }}\n"` is the name and a newline, `"{{ port }}\n"` the number).
+pub fn with_dropped_newline(source: &str, v: Value) -> Value {
+    match v.as_str() {
+        Some(text) if source.ends_with('\n') => Value::from(format!("{text}\n")),
+        _ => v,
+    }
+}
+
+/// `with_dropped_newline` for a value already in JSON.
+pub fn json_with_dropped_newline(source: &str, v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::String(text) if source.ends_with('\n') => serde_json::Value::String(format!("{text}\n")),
+        v => v,
+    }
+}
+
 /// `single_expression` of a string written in YAML, its backslashes escaped as Ansible's are
 /// (`escape_backslashes`).
 pub fn yaml_single_expression(s: &str) -> Option<String> {
@@ -2047,7 +2087,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
                         format!("'{}' is undefined", expr.trim()),
                     ));
                 }
-                v
+                with_dropped_newline(s, v)
             }
             None => Value::from(render_text(env, "<string>", &escape_backslashes(s), ctx, &Syntax::default())?),
         },

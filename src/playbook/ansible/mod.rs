@@ -841,8 +841,9 @@ fn play(f: &mut Front, node: &Node, earlier: &[Play], earlier_handlers: &[Step])
             );
         }
     }
-    // A role in several plays brings the same handlers again: kept once. Another handler of
-    // the same name is a problem, as among the play's own.
+    // A role in several plays brings the same handlers again: kept once (where they run
+    // alike; `unique_handler_names` renamed the others). Another handler of the same name is a
+    // problem, as among the play's own.
     let mut all_handlers: Vec<Step> = Vec::new();
     for h in std::mem::take(&mut f.role_handlers).into_iter().chain(handlers) {
         let same = |x: &Step| {
@@ -1037,6 +1038,20 @@ pub(super) fn ident(f: &Front, s: &Step) -> (String, usize) {
     (s.file.as_ref().map_or_else(|| f.p.source.name.clone(), |x| x.name.clone()), s.line)
 }
 
+/// Whether two loads of one handler run alike: the same variables and the keywords a role gives
+/// its handlers (tags aside: a notified handler runs whatever they are).
+fn runs_alike(a: &Step, b: &Step) -> bool {
+    let (a, b) = (&a.def, &b.def);
+    a.vars == b.vars
+        && a.when == b.when
+        && a.environment == b.environment
+        && a.r#become == b.r#become
+        && a.become_user == b.become_user
+        && a.become_method == b.become_method
+        && a.check_mode == b.check_mode
+        && a.delegate_to == b.delegate_to
+}
+
 /// Makes the names of a play's handlers unique across the playbook (the engine's handlers are
 /// named across it), keeping what a notification finds as Ansible resolves it: the play's own
 /// handlers first, then the roles' (the last role's first), the first of a name taking it. A
@@ -1060,7 +1075,10 @@ fn unique_handler_names(f: &mut Front, handlers: &mut [Step], earlier: &[Step]) 
         let (name, id) = (h.name.clone(), ident(f, h));
         let first_here = !claimed.contains(&name);
         claimed.push(name.clone());
-        let same_earlier = earlier.iter().any(|x| x.name == name && ident(f, x) == id);
+        // The same handler of the same role, under the same variables and keywords: a role in
+        // a later play with other parameters (`vars`, `when`, `environment`...) brings handlers
+        // of its own, as Ansible's play-scoped handlers are.
+        let same_earlier = earlier.iter().any(|x| x.name == name && ident(f, x) == id && runs_alike(x, h));
         let clash_earlier = earlier.iter().any(|x| x.name == name);
         if same_earlier {
             // A role's handler an earlier play has too: kept once, by its name.

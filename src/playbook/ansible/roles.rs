@@ -703,12 +703,14 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         let mut hs = Vec::new();
         include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
         own.apply(&mut hs);
-        // An import_role's delegate_to holds for the role's handlers too, as in Ansible.
-        if let Some(d) = &spec.keywords.delegate_to {
-            for h in hs.iter_mut().filter(|h| h.def.delegate_to.is_none()) {
-                h.def.delegate_to = Some(d.clone());
-            }
-        }
+        // The role's keywords hold for its handlers as for its tasks (Ansible's handler blocks
+        // belong to the role): its condition, become, check mode, environment and an
+        // import_role's delegate_to. Not its tags (a notified handler runs whatever --tags
+        // says) nor an import's notify.
+        let mut keywords = spec.keywords.clone();
+        keywords.tags.clear();
+        keywords.notify = None;
+        keywords.apply(&mut hs);
         // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
         // (ROLE the role's name, or a collection's role by its FQCN).
         let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
