@@ -1071,14 +1071,15 @@ fn one_expression_and_a_newline_ends_as_ansible_leaves_it() {
     let (theirs, ours) = (site(2), site(2));
     same_as_ansible_on(&theirs, &ours, "trailing-newline.yml");
     let read = |p: &str| std::fs::read_to_string(ours.lab().path(0, &format!("/opt/app/{p}"))).unwrap();
-    let files = ["port", "port2", "listen", "enabled", "greeting", "nl-number", "nl-bool", "nl-text", "lines"];
+    let files =
+        ["port", "port2", "listen", "enabled", "greeting", "nl-number", "nl-bool", "nl-text", "lines", "banner"];
     assert_eq!(
         files.map(read),
-        ["8443", "8443\n\n", "listen 8443\n", "True", "hello\n", "8443", "True", "hello\n", "8444\n"]
+        ["8443", "8443\n\n", "listen 8443\n", "True", "hello\n", "8443", "True", "hello\n", "8444\n", "Hi\n"]
     );
     assert_eq!(
         read("facts"),
-        "[8443, 'hello\\n', ' 8443\\n', ' hello ', ['ana', 'bo'], 8443, 'hello\\n', ' hello\\n']\n\
+        "[8443, 'hello\\n', ' 8443\\n', ' hello ', ['ana', 'bo'], 8443, 'hello\\n', ' hello\\n', 'Hi\\n', 'Hi\\n']\n\
          ['int', 'str', 'str', 'str', 'list', 'int', 'str', 'str']\n"
     );
 }

@@ -54,8 +54,13 @@ const DIFF_MAX: u64 = 1 << 20;
 /// minimal images included; OpenSSL's command is not always. Reads from stdin, so no file name
 /// (escaped when odd) comes back.
 fn hash_command(size: u64) -> String {
-    let sha1sum = "sha1sum 2>/dev/null <\"$p\"";
-    let openssl = "openssl dgst -sha1 -r 2>/dev/null <\"$p\"";
+    hash_of(size, "\"$p\"")
+}
+
+/// `hash_command` of the file at `file` (a shell word).
+fn hash_of(size: u64, file: &str) -> String {
+    let sha1sum = format!("sha1sum 2>/dev/null <{file}");
+    let openssl = format!("openssl dgst -sha1 -r 2>/dev/null <{file}");
     if size >= OPENSSL_FROM { format!("{openssl} || {sha1sum}") } else { format!("{sha1sum} || {openssl}") }
 }
 
@@ -112,37 +117,75 @@ async fn hash_or_recall(
         return Ok(if out.success() { parse_digest(&out.stdout) } else { None });
     }
     let script = format!(
-        "p={}; {}\n{}[ $# = 2 ] && echo \"ID $1 $2\"\n{}",
+        "p={}; {{ {}; echo \"H $h\"; }} 3<\"$p\"",
         shell_quote(path),
-        TAKE_IDENTITY,
-        recorded.as_ref().map_or(String::new(), |(id, _)| format!(
-            "[ $# = 2 ] && [ \"$1\" = {} ] && {{ echo KNOWN; exit 0; }}\n",
-            shell_quote(id)
-        )),
-        hash_command(size)
+        identify_and_hash(size, recorded.as_ref())
     );
     let out = cx.sh(&script, None).await?;
     let text = String::from_utf8_lossy(&out.stdout);
-    if let Some((_, sha1)) = recorded.as_ref().filter(|_| text.trim_end() == "KNOWN") {
-        return Ok(Some(sha1.clone()));
+    let digest = text.lines().find_map(|l| l.strip_prefix("H ")).and_then(|h| parse_digest(h.as_bytes()));
+    if !text.lines().any(|l| l == "KNOWN") {
+        remember(cx, path, recorded.is_some(), &text, digest.as_deref());
     }
-    let digest = if out.success() { text.lines().last().and_then(|l| parse_digest(l.as_bytes())) } else { None };
-    remember(cx, path, recorded.is_some(), &text, digest.as_deref());
     Ok(digest)
 }
 
-/// Sets `$1` to the file `$p`'s identity and `$2` to the host's clock (`/proc/self/` is the
-/// `stat` process's own directory, made when first looked up: its ctime is now; without the
-/// slash, the link `/proc/self`, as old as /proc); fewer than two where `stat` cannot tell.
-const TAKE_IDENTITY: &str = "set -- $(stat -c '%d:%i:%s:%.9Y:%.9Z' -- \"$p\" /proc/self/ 2>/dev/null)";
+/// Shell that sets `h` to the sha1 of the file open on descriptor 3 (`-` where it cannot be
+/// read): the `recorded` one (printing `KNOWN`) where the file's identity is still the recorded
+/// one, else hashed, after printing `ID <identity> <now> <file system type>`. The identity and
+/// the hash are of the open file, whatever becomes of its path meanwhile (a parent directory
+/// swapped for another). `now` is the ctime of `/proc/self/`, the `stat` process's own
+/// directory, made when first looked up (without the slash, the link, as old as /proc).
+fn identify_and_hash(size: u64, recorded: Option<&(String, String)>) -> String {
+    let hash = format!("h=$({}) || h=-; h=${{h%% *}}", hash_of(size, "/dev/fd/3"));
+    // The file system's type costs a process: asked only where the times look settled (by
+    // whole seconds here; `known_content::settled` decides), and only of digits.
+    let measure = format!(
+        "[ $# = 2 ] && case \"$1 $2\" in *[!0-9:.\\ ]*) ;; *) n=${{2##*:}}; n=$(( ${{n%.*}} - 3 )); \
+         m=${{1%:*}}; m=${{m##*:}}; c=${{1##*:}}; [ \"$n\" -gt \"${{m%.*}}\" ] && [ \"$n\" -gt \"${{c%.*}}\" ] && \
+         echo \"ID $1 $2 $(stat -f -c %T /dev/fd/3 2>/dev/null)\";; esac; {hash}"
+    );
+    let take = "set -- $(stat -L -c '%d:%i:%s:%.9Y:%.9Z' /dev/fd/3 /proc/self/ 2>/dev/null)";
+    match recorded {
+        Some((identity, sha1)) => format!(
+            "{take}; if [ $# = 2 ] && [ \"$1\" = {} ]; then h={}; echo KNOWN; else {measure}; fi",
+            shell_quote(identity),
+            shell_quote(sha1)
+        ),
+        None => format!("{take}; {measure}"),
+    }
+}
 
-/// Records what a hashing script's `ID identity now` line and digest say the file holds, once
-/// settled; forgets a record the file no longer matches.
+/// File systems whose attributes are the file's own, kept by the kernel that serves the file:
+/// not a network file system, where `stat` may answer from a cache and another machine's clock
+/// sets the ctime. GNU's names (`ext2/ext3` is ext4 too) and busybox's.
+const LOCAL_FILE_SYSTEMS: [&str; 14] = [
+    "ext2/ext3",
+    "ext2",
+    "ext3",
+    "ext4",
+    "xfs",
+    "btrfs",
+    "tmpfs",
+    "ramfs",
+    "overlayfs",
+    "overlay",
+    "zfs",
+    "f2fs",
+    "jfs",
+    "reiserfs",
+];
+
+/// Records what a hashing script's `ID identity now fstype` line and digest say the file holds,
+/// once settled and on a local file system; forgets a record the file no longer matches.
 fn remember(cx: &StepCtx<'_>, path: &str, had_record: bool, out: &str, digest: Option<&str>) {
     use crate::transport::known_content::settled;
-    let identity = out.lines().find_map(|l| l.strip_prefix("ID ")).and_then(|l| l.split_once(' '));
+    let identity = out.lines().find_map(|l| l.strip_prefix("ID ")).and_then(|l| {
+        let mut f = l.splitn(3, ' ');
+        Some((f.next()?, f.next()?, f.next().unwrap_or("")))
+    });
     match (identity, digest) {
-        (Some((identity, now)), Some(sha1)) if settled(identity, now) => {
+        (Some((identity, now, fs)), Some(sha1)) if settled(identity, now) && LOCAL_FILE_SYSTEMS.contains(&fs) => {
             cx.pool.known.set(cx.host, path, Some((identity, sha1)))
         }
         _ if had_record => cx.pool.known.set(cx.host, path, None),
@@ -191,38 +234,21 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
     if !names && let Some(s) = stat_sftp(cx, path, hash).await {
         return s;
     }
-    // A large file's content may be known from the record (as in `hash_or_recall`): the one
-    // `stat` also prints its identity and, for `/proc/self/`, the host's clock.
-    let large = match hash {
-        Hash::IfSize(n) => n > HASH_HERE_UP_TO,
-        Hash::No => false,
+    // A large file's content may be known from the record (as in `hash_or_recall`).
+    let recorded = match hash {
+        Hash::IfSize(n) if n > HASH_HERE_UP_TO => cx.pool.known.get(cx.host, path),
+        _ => None,
     };
-    let recorded = if large { cx.pool.known.get(cx.host, path) } else { None };
     let (want, hashing) = match hash {
-        Hash::IfSize(n) => (
-            n.to_string(),
-            format!(
-                "{}h=$({}) || h=-; h=${{h%% *}}{}",
-                recorded.as_ref().map_or(String::new(), |(id, sha1)| format!(
-                    "if [ \"$5\" = {} ]; then h={sha1}; else ",
-                    shell_quote(id)
-                )),
-                hash_command(n),
-                if recorded.is_some() { "; fi" } else { "" }
-            ),
-        ),
+        Hash::IfSize(n) if n > HASH_HERE_UP_TO => {
+            (n.to_string(), format!("{{ {}; }} 3<\"$p\"", identify_and_hash(n, recorded.as_ref())))
+        }
+        Hash::IfSize(n) => (n.to_string(), format!("h=$({}) || h=-; h=${{h%% *}}", hash_command(n))),
         Hash::No => ("-".to_string(), ":".to_string()),
-    };
-    let stat = if large {
-        "set -- $(stat -c '%a %U %G %s %d:%i:%s:%.9Y:%.9Z' -- \"$p\" /proc/self/); [ $# -ge 5 ] || exit 1; \
-         s=\"$1 $2 $3 $4\"; [ $# = 10 ] && [ $k = file ] && [ \"$4\" = WANT ] && echo \"ID $5 ${10}\"; "
-            .replace("WANT", &want)
-    } else {
-        "s=$(stat -c '%a %U %G %s' \"$p\") || exit 1; ".to_string()
     };
     let script = format!(
         "p={p}; if [ -L \"$p\" ]; then k=link; elif [ -d \"$p\" ]; then k=directory; elif [ -e \"$p\" ]; then k=file; \
-         else echo absent; exit 0; fi; {stat}h=-; l=-; \
+         else echo absent; exit 0; fi; s=$(stat -c '%a %U %G %s' \"$p\") || exit 1; h=-; l=-; \
          if [ $k = file ] && [ \"${{s##* }}\" = {want} ]; then {hashing}; fi; \
          if [ $k = link ]; then l=$(readlink \"$p\"); fi; echo \"$k $s $h $l\"",
         p = shell_quote(path),
@@ -232,8 +258,17 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
         return Err(Outcome::failed(format!("cannot stat {path}: {}", String::from_utf8_lossy(&out.stderr).trim())));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.trim().lines().last().unwrap_or("");
-    let f: Vec<&str> = last.splitn(7, ' ').collect();
+    // What `identify_and_hash` printed comes first (for a file only), then the one line.
+    let mut rest = text.as_ref();
+    let mut marks = String::new();
+    while let Some((line, after)) = rest.split_once('\n')
+        && (line == "KNOWN" || line.starts_with("ID "))
+    {
+        marks.push_str(line);
+        marks.push('\n');
+        rest = after;
+    }
+    let f: Vec<&str> = rest.trim().splitn(7, ' ').collect();
     if f.first() == Some(&"absent") || f.len() < 7 {
         return Ok(None);
     }
@@ -241,8 +276,9 @@ pub async fn stat_hashing(cx: &StepCtx<'_>, path: &str, hash: Hash, names: bool)
         && n > HASH_HERE_UP_TO
         && f[0] == "file"
         && f[4] == n.to_string()
+        && !marks.lines().any(|l| l == "KNOWN")
     {
-        remember(cx, path, recorded.is_some(), &text, parse_digest(f[5].as_bytes()).as_deref());
+        remember(cx, path, recorded.is_some(), &marks, parse_digest(f[5].as_bytes()).as_deref());
     }
     Ok(Some(Stat {
         kind: f[0].to_string(),

@@ -396,19 +396,21 @@ impl Templates {
         let source = escape_backslashes(text);
         // Jinja drops a template's one trailing newline before Ansible 2.19 renders it natively,
         // and puts it back only on text: `"{{ 2 }}\n"` is the number 2, `"{{ 'a' }}\n"` is "a\n".
+        // Rendered once: what the expression printed tells which (lookups run once).
         if ANSIBLE_TASK.try_with(|a| *a).unwrap_or(false)
             && let Some(core) = source.strip_suffix('\n')
-            && let Some(expr) = single_expression(&source)
-            && let Ok(v) = with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
-            && matches!(
+            && single_expression(&source).is_some()
+        {
+            let (out, printed) = noting_printed(|| render_text(&self.env, "<string>", core, ctx, &Syntax::default()));
+            let out = out?;
+            let native = matches!(printed.as_slice(), [v] if matches!(
                 v.kind(),
                 minijinja::value::ValueKind::Number
                     | minijinja::value::ValueKind::Bool
                     | minijinja::value::ValueKind::Seq
                     | minijinja::value::ValueKind::Map
-            )
-        {
-            return render_text(&self.env, "<string>", core, ctx, &Syntax::default());
+            ));
+            return Ok(if native { out } else { pad_trailing_newlines(&source, out, "\n") });
         }
         render_text(&self.env, "<string>", &source, ctx, &Syntax::default())
     }
@@ -2052,10 +2054,11 @@ fn one_expression(inner: &str) -> bool {
 }
 
 /// The native value of `source`, a `single_expression`: text gets back the trailing newline Jinja
-/// dropped (`"{{ name }}\n"` is the name and a newline, `"{{ port }}\n"` the number).
+/// dropped, unless it ends with one (Ansible puts back the newlines the result lacks):
+/// `"{{ name }}\n"` is the name and a newline, `"{{ port }}\n"` the number.
 pub fn with_dropped_newline(source: &str, v: Value) -> Value {
     match v.as_str() {
-        Some(text) if source.ends_with('\n') => Value::from(format!("{text}\n")),
+        Some(text) if source.ends_with('\n') && !text.ends_with('\n') => Value::from(format!("{text}\n")),
         _ => v,
     }
 }
@@ -2063,7 +2066,9 @@ pub fn with_dropped_newline(source: &str, v: Value) -> Value {
 /// `with_dropped_newline` for a value already in JSON.
 pub fn json_with_dropped_newline(source: &str, v: serde_json::Value) -> serde_json::Value {
     match v {
-        serde_json::Value::String(text) if source.ends_with('\n') => serde_json::Value::String(format!("{text}\n")),
+        serde_json::Value::String(text) if source.ends_with('\n') && !text.ends_with('\n') => {
+            serde_json::Value::String(format!("{text}\n"))
+        }
         v => v,
     }
 }

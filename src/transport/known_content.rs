@@ -86,7 +86,11 @@ impl KnownContent {
             .filter_map(|l| {
                 let (sha1, rest) = l.split_once(' ')?;
                 let (identity, path) = rest.split_once(' ')?;
-                (sha1.len() == 40).then(|| (path.to_string(), Seen { identity: identity.into(), sha1: sha1.into() }))
+                // Only what copctl writes: the file is the bastion's, but its text goes into scripts.
+                let sha1_ok = sha1.len() == 40 && sha1.bytes().all(|b| b.is_ascii_hexdigit());
+                let identity_ok = identity.bytes().all(|b| b.is_ascii_digit() || b == b':' || b == b'.');
+                (sha1_ok && identity_ok)
+                    .then(|| (path.to_string(), Seen { identity: identity.into(), sha1: sha1.into() }))
             })
             .collect()
     }
@@ -177,6 +181,23 @@ mod tests {
         assert_eq!(KnownContent::at(dir.clone()).get("node/1", "/opt/a file"), None);
         assert_eq!(KnownContent::at(dir.clone()).get("node/1", "/opt/b").map(|s| s.1), Some(sha));
         assert!(dir.join(format!("x-{}", hex::encode("node/1"))).is_file());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_record_line_copctl_would_not_write_is_ignored() {
+        let dir = std::env::temp_dir().join(format!("copctl-known-{}", super::super::random_hex()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = "a".repeat(40);
+        let text = format!(
+            "{good} 1:2:3:4.0:5.0 /opt/good\n{}; 1:2:3:4.0:5.0 /opt/quoted\n{good} 1:2:3;x /opt/odd\n",
+            "b".repeat(39)
+        );
+        std::fs::write(dir.join("h"), text).unwrap();
+        let k = KnownContent::at(dir.clone());
+        assert_eq!(k.get("h", "/opt/good"), Some(("1:2:3:4.0:5.0".into(), good)));
+        assert_eq!(k.get("h", "/opt/quoted"), None);
+        assert_eq!(k.get("h", "/opt/odd"), None);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -96,6 +96,9 @@ pub(crate) struct Front {
     role_tags: Vec<Vec<String>>,
     /// The handlers of the play's roles, before the play's own (Ansible's order).
     role_handlers: Vec<Step>,
+    /// Each role handler kept by its name, as its role loaded it (before its play's keywords):
+    /// what a later play's load of it is compared with (`runs_alike`).
+    role_handlers_kept: Vec<((String, usize), String, Step)>,
     /// Roles being read, outermost first (a dependency on one of them is a loop).
     role_chain: Vec<PathBuf>,
     /// The play's handlers that `listen` to topics: name → topics. A notify names a handler
@@ -327,6 +330,7 @@ pub fn parse(
         exported_vars: Default::default(),
         role_tags: Vec::new(),
         role_handlers: Vec::new(),
+        role_handlers_kept: Vec::new(),
         role_chain: Vec::new(),
         listening: Vec::new(),
         flush_pending: None,
@@ -1078,7 +1082,11 @@ fn unique_handler_names(f: &mut Front, handlers: &mut [Step], earlier: &[Step]) 
         // The same handler of the same role, under the same variables and keywords: a role in
         // a later play with other parameters (`vars`, `when`, `environment`...) brings handlers
         // of its own, as Ansible's play-scoped handlers are.
-        let same_earlier = earlier.iter().any(|x| x.name == name && ident(f, x) == id && runs_alike(x, h));
+        let same_earlier = earlier.iter().any(|x| {
+            x.name == name
+                && ident(f, x) == id
+                && f.role_handlers_kept.iter().any(|(i, n, loaded)| *i == id && *n == name && runs_alike(loaded, h))
+        });
         let clash_earlier = earlier.iter().any(|x| x.name == name);
         if same_earlier {
             // A role's handler an earlier play has too: kept once, by its name.
@@ -1094,6 +1102,9 @@ fn unique_handler_names(f: &mut Front, handlers: &mut [Step], earlier: &[Step]) 
             continue;
         }
         if first_here && !clash_earlier {
+            if role {
+                f.role_handlers_kept.push((id, name, h.clone()));
+            }
             continue;
         }
         let mut new = format!("{name} (line {})", id.1);
