@@ -479,8 +479,8 @@ fn a_fatal_handler_failure_at_a_flush_stops_the_rest_of_the_play_uncounted() {
     assert!(!ours.lab().path(0, "/tmp/after-flush").exists(), "the task after the flush ran");
 }
 
-/// Keywords given to a role where the play lists it (`environment`, `vars`) reach its handlers
-/// as they reach its tasks.
+/// Keywords given to a role where the play lists it (`environment`, `vars`, `when`,
+/// `check_mode`) reach its handlers, and its dependencies' handlers, as they reach its tasks.
 #[test]
 fn a_roles_keywords_reach_its_handlers_as_ansible_has_them() {
     let (theirs, ours) = (site(2), site(2));
@@ -494,4 +494,5 @@ fn a_roles_keywords_reach_its_handlers_as_ansible_has_them() {
     let read = |p: &str| std::fs::read_to_string(ours.lab().path(0, &format!("/opt/app/notifier/{p}"))).unwrap();
     assert_eq!(read("task-listed"), "task env=from-the-role\n");
     assert_eq!(read("handler-listed"), "handler env=from-the-role check=False\n");
+    assert_eq!(read("handler-dependency"), "handler env=from-the-parent check=False\n");
 }

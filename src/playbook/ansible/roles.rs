@@ -661,6 +661,7 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     f.role_chain.push(canonical.clone());
     f.role_tags.push(spec.keywords.tags.clone());
     let start = out.len();
+    let handlers_start = f.role_handlers.len();
     let role_place =
         Place { task_dir: dir.join("tasks"), search: vec![dir.clone(), f.dir.clone()], role_dir: Some(dir.clone()) };
     if let Some((path, (source, node))) = meta {
@@ -703,14 +704,6 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
         let mut hs = Vec::new();
         include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
         own.apply(&mut hs);
-        // The role's keywords hold for its handlers as for its tasks (Ansible's handler blocks
-        // belong to the role): its condition, become, check mode, environment and an
-        // import_role's delegate_to. Not its tags (a notified handler runs whatever --tags
-        // says) nor an import's notify.
-        let mut keywords = spec.keywords.clone();
-        keywords.tags.clear();
-        keywords.notify = None;
-        keywords.apply(&mut hs);
         // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
         // (ROLE the role's name, or a collection's role by its FQCN).
         let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
@@ -742,6 +735,14 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     }
     own.apply(&mut out[tasks_start..]);
     spec.keywords.apply(&mut out[start..]);
+    // The role's keywords hold for its handlers, and its dependencies', as for their tasks
+    // (Ansible's handler blocks belong to the role): its condition, become, check mode,
+    // environment and an import_role's delegate_to. Not its tags (a notified handler runs
+    // whatever --tags says) nor an import's notify.
+    let mut keywords = spec.keywords.clone();
+    keywords.tags.clear();
+    keywords.notify = None;
+    keywords.apply(&mut f.role_handlers[handlers_start..]);
     f.role_tags.pop();
     f.role_chain.pop();
     if let (Some(i), true) = (seen_at, f.in_play_roles) {
