@@ -43,6 +43,18 @@ fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> String {
     ansible::files_diff(a, b)
 }
 
+/// The same playbook, first run and re-run, by both tools on their own sites: the same files
+/// and recap counts.
+fn same_as_ansible(theirs: &Site, ours: &Site, playbook: &str) {
+    for run in ["first run", "re-run"] {
+        let (a, b) = (ansible_run(theirs, &[playbook]), copctl_run(ours, &[playbook]));
+        eprintln!("{playbook} {run}: recap [ok, changed, failed, skipped, ignored]: ansible {a:?} copctl {b:?}");
+        let (sa, sb) = (state(theirs, 2), state(ours, 2));
+        assert_eq!(diff(&sa, &sb), "", "{playbook} {run}: the hosts' files differ");
+        assert_eq!(a, b, "{playbook} {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
+    }
+}
+
 #[test]
 fn roles_task_files_and_imported_playbooks_end_as_ansible_leaves_them() {
     let (theirs, ours) = (site(2), site(2));
@@ -484,13 +496,7 @@ fn a_fatal_handler_failure_at_a_flush_stops_the_rest_of_the_play_uncounted() {
 #[test]
 fn a_roles_keywords_reach_its_handlers_as_ansible_has_them() {
     let (theirs, ours) = (site(2), site(2));
-    for run in ["first run", "re-run"] {
-        let (a, b) = (ansible_run(&theirs, &["role-keywords.yml"]), copctl_run(&ours, &["role-keywords.yml"]));
-        eprintln!("role-keywords.yml {run}: ansible {a:?} copctl {b:?}");
-        let (sa, sb) = (state(&theirs, 2), state(&ours, 2));
-        assert_eq!(diff(&sa, &sb), "", "role-keywords.yml {run}: the hosts' files differ");
-        assert_eq!(a, b, "role-keywords.yml {run}: recap counts [ok, changed, failed, skipped, ignored] differ");
-    }
+    same_as_ansible(&theirs, &ours, "role-keywords.yml");
     let read = |p: &str| std::fs::read_to_string(ours.lab().path(0, &format!("/opt/app/notifier/{p}"))).unwrap();
     assert_eq!(read("task-listed"), "task env=from-the-role\n");
     assert_eq!(read("handler-listed"), "handler env=from-the-role check=False\n");

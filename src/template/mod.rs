@@ -809,26 +809,24 @@ fn native_result(env: &Environment<'_>, source: &str, text: &str, printed: &[Val
 /// Runs `f` as a playbook's load-time templates render: a site's Python lookup is left to the
 /// run (the template is then not known when loading).
 pub fn loading<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            LOADING.with(|p| p.set(self.0));
-        }
-    }
-    let _reset = Reset(LOADING.with(|p| p.replace(true)));
-    f()
+    with_flag(&LOADING, f)
 }
 
 /// Runs `f` as the plan's checks render: no lookup runs a command on the bastion (`pipe` gives
 /// "" then), as planning changes nothing anywhere.
 pub fn planning<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
+    with_flag(&PLANNING, f)
+}
+
+/// Runs `f` with the thread's `flag` set, put back as it was however `f` ends (a panic too).
+fn with_flag<T>(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>, f: impl FnOnce() -> T) -> T {
+    struct Reset(&'static std::thread::LocalKey<std::cell::Cell<bool>>, bool);
     impl Drop for Reset {
         fn drop(&mut self) {
-            PLANNING.with(|p| p.set(self.0));
+            self.0.with(|p| p.set(self.1));
         }
     }
-    let _reset = Reset(PLANNING.with(|p| p.replace(true)));
+    let _reset = Reset(flag, flag.with(|p| p.replace(true)));
     f()
 }
 
