@@ -93,10 +93,10 @@ async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64, mtime: Option<u64
     hash_or_recall(cx, path, size, mtime).await
 }
 
-/// Whether a file modified at `mtime` (the host's clock, SFTP's whole seconds) may be settled by
-/// the time it is hashed (`transport::known_content`), by the bastion's clock (whole seconds)
-/// for the two clocks' difference: a file written moments ago (the re-run right after a first
-/// run) is not worth the `stat` that records it. Only ever decides whether to try.
+/// Whether a file modified at `mtime` (the host's clock, SFTP's whole seconds) may be settled
+/// (`transport::known_content`), judged by the bastion's clock: a file written moments ago (the
+/// re-run right after a first run) is not worth the `stat` that would record it. Only decides
+/// whether to try; the host's clock decides whether to record.
 fn may_settle(mtime: Option<u64>) -> bool {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     mtime.is_none_or(|m| m + 3 < now)
