@@ -298,3 +298,43 @@ fn the_script_path_keeps_and_checks_the_record_the_same_way() {
     // Owner names make the comparison one script (as with become), not SFTP and a hash.
     the_run_after_a_settled_one_knows_large_files_from_the_record("owned");
 }
+
+/// Sizes around 32 KiB, where a read over SFTP stops asking once `lstat`'s size came back in one
+/// short read (below it) or reads on to the end (from it).
+const AROUND_32K: [usize; 5] = [1, 32767, 32768, 32769, 100_000];
+
+#[test]
+fn files_read_over_sftp_come_back_whole_on_both_sides_of_32k() {
+    let site = Site::hosts(1);
+    let lab = site.lab();
+    let mut steps = String::new();
+    for n in AROUND_32K {
+        // One line of n - 1 bytes and its newline; the copy's content differs in its last byte only.
+        lab.sh(0, &format!("head -c {} /dev/zero | tr '\\0' a > /opt/r{n}; echo >> /opt/r{n}", n - 1));
+        site.write(&format!("files/c{n}"), format!("{}b", "a".repeat(n - 1)));
+        steps.push_str(&format!(
+            "      - name: line {n}\n        line: {{ path: /opt/r{n}, line: added }}\n\
+             \x20     - name: read {n}\n        slurp: {{ path: /opt/r{n} }}\n        register: r{n}\n\
+             \x20     - name: whole {n}\n        assert: {{ that: [\"(r{n}.content | length) == {}\"] }}\n\
+             \x20     - name: copy {n}\n        copy: {{ src: files/c{n}, dest: /opt/c{n} }}\n",
+            n + "added\n".len()
+        ));
+    }
+    site.write(
+        "playbooks/reads.yaml",
+        format!("description: reads of every size\nplays:\n  - name: reads\n    hosts: lab\n    steps:\n{steps}"),
+    );
+    for n in AROUND_32K {
+        lab.sh(0, &format!("cp /opt/r{n} /opt/c{n}"));
+    }
+    let ran = site.run_json(&["reads"], 0);
+    for n in AROUND_32K {
+        let want = format!("{}\nadded\n", "a".repeat(n - 1));
+        assert_eq!(std::fs::read_to_string(lab.path(0, &format!("/opt/r{n}"))).unwrap(), want, "line kept all of r{n}");
+        assert_eq!(status_of(&ran, "lab-1", &format!("whole {n}")), "ok", "slurp read all of r{n}");
+        // Same size, last byte other: only a hash of the whole file tells.
+        assert_eq!(status_of(&ran, "lab-1", &format!("copy {n}")), "changed", "c{n} differs in its last byte");
+        assert_eq!(std::fs::read(lab.path(0, &format!("/opt/c{n}"))).unwrap(), source(&site, &format!("c{n}")));
+    }
+    all_ok(&site.run_json(&["reads"], 0));
+}

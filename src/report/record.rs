@@ -23,11 +23,22 @@ pub struct RunRecord {
     /// The hosts whose log this run has made.
     logs: HashSet<String>,
     /// Logs kept open between tasks (opening a log for every task of every host was a tenth of
-    /// the controller's CPU on a re-run), up to `OPEN_LOGS`; others are opened for each write.
+    /// the controller's CPU on a re-run), up to `open_logs()`; others are opened for each write.
     open: HashMap<String, File>,
 }
 
-const OPEN_LOGS: usize = 256;
+/// How many host logs stay open: a quarter of the descriptors the process may hold (a connection
+/// a host takes one more), at most 4096; 256 under the common limit of 1024.
+fn open_logs() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local;
+        // it has no other effect.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 { l.rlim_cur } else { 1024 };
+        (soft / 4).clamp(16, 4096) as usize
+    })
+}
 
 impl RunRecord {
     pub fn create(root: &Path, id: &str) -> std::io::Result<RunRecord> {
@@ -42,7 +53,11 @@ impl RunRecord {
     }
 
     pub fn event(&mut self, line: &str) {
-        let _ = writeln!(self.events, "{line}");
+        // One write an event (`writeln!` on a File makes two: the line, then its newline).
+        let mut text = String::with_capacity(line.len() + 1);
+        text.push_str(line);
+        text.push('\n');
+        let _ = self.events.write_all(text.as_bytes());
     }
 
     pub fn write_json(&self, name: &str, v: &Value) {
@@ -85,7 +100,7 @@ impl RunRecord {
             let _ = writeln!(text, "--- diff\n{d}");
         }
         let _ = f.write_all(text.as_bytes());
-        if self.open.len() < OPEN_LOGS {
+        if self.open.len() < open_logs() {
             self.open.insert(safe, f);
         }
     }

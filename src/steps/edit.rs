@@ -21,7 +21,7 @@ async fn read(cx: &StepCtx<'_>, path: &str) -> Result<Option<(String, u32)>, Out
         // Anything but a directory reads as the modules read it (/dev/null is empty text).
         Some(s) if s.kind == "directory" => Err(Outcome::failed(format!("{path} is a {}, not a file", s.kind))),
         Some(s) => {
-            let b = cx.conn.get(path).await.map_err(transport_outcome)?;
+            let b = cx.conn.get(path, s.size).await.map_err(transport_outcome)?;
             Ok(Some((String::from_utf8_lossy(&b).into_owned(), s.mode)))
         }
     }

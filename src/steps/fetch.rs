@@ -18,7 +18,7 @@ impl Kind for FetchArgs {
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
         let a = self;
-        let data = match cx.conn.get(&a.src).await {
+        let data = match cx.conn.get(&a.src, None).await {
             Ok(b) => b,
             Err(e) => return transport_outcome(e),
         };

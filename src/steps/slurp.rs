@@ -26,7 +26,7 @@ impl Kind for SlurpArgs {
             Some("base64") => true,
             Some(other) => return Outcome::failed(format!("encoding '{other}' is not text or base64")),
         };
-        match cx.conn.get(&a.path).await {
+        match cx.conn.get(&a.path, None).await {
             Ok(b) => {
                 use base64::Engine;
                 let mut o = Outcome::ok("");

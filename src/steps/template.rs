@@ -81,14 +81,31 @@ impl Kind for TemplateArgs {
         } else {
             a.mode.clone()
         };
-        let dest = match where_to(cx, a).await {
-            Ok(d) => d,
-            Err(o) => return o,
-        };
         let sha1 = hex_sha1(&bytes);
         let before = BeforeWrite { backup: a.backup == Some(true), validate: a.validate.as_deref() };
         let (owner, group) = (a.owner.as_deref(), a.group.as_deref());
-        let mut o = ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await;
+        let mut o = if a.follow == Some(true) {
+            let dest = match where_to(cx, a).await {
+                Ok(d) => d,
+                Err(o) => return o,
+            };
+            ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await
+        } else {
+            // As copy does: `dest` itself first, whose check sees what is there; a directory
+            // (the put refused) means the file of the template's name in it. A plain template
+            // then costs the host one `lstat`, not two.
+            let o = ensure_file(cx, &a.dest, Want::Bytes(bytes.clone()), mode.as_ref(), owner, group, before).await;
+            match o.status {
+                super::Status::Failed => match super::transfer::stat(cx, &a.dest, false).await {
+                    Ok(Some(d)) if d.kind == "directory" => {
+                        let dest = format!("{}/{}", a.dest.trim_end_matches('/'), file_name(&a.src));
+                        ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await
+                    }
+                    _ => o,
+                },
+                _ => o,
+            }
+        };
         // Ansible's `checksum` is the file's sha1 (what `stat` reports by default).
         o.result.insert("checksum".into(), json!(sha1));
         if let Some(m) = mode.as_ref().and_then(|m| m.bits().ok()) {
@@ -138,12 +155,16 @@ fn hex_sha1(bytes: &[u8]) -> String {
     sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+fn file_name(src: &str) -> String {
+    std::path::Path::new(src).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// Where the file goes, as Ansible's copy decides: into a directory under the template's own
 /// name, and through a link to what it points at with `follow`.
 async fn where_to(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<String, Outcome> {
     use crate::transport::PathKind;
     let follow = a.follow == Some(true);
-    let name = std::path::Path::new(&a.src).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = file_name(&a.src);
     if let Some(Ok(info)) = cx.conn.lstat(&a.dest).await {
         match info.map(|i| i.kind) {
             Some(PathKind::Directory) => return Ok(format!("{}/{name}", a.dest.trim_end_matches('/'))),

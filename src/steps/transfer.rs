@@ -82,7 +82,7 @@ const HASH_HERE_UP_TO: u64 = 64 << 10;
 async fn hash_on_host(cx: &StepCtx<'_>, path: &str, size: u64, mtime: Option<u64>) -> Result<Option<String>, Outcome> {
     let sftp_asked = std::env::var_os("COPCTL_REMOTE_HASH").is_some_and(|v| v == "sftp");
     if (sftp_asked || size <= HASH_HERE_UP_TO)
-        && let Some(r) = cx.conn.sha1_sftp(path, size as usize).await
+        && let Some(r) = cx.conn.sha1_sftp(path, size).await
     {
         match r {
             Ok(h) => return Ok(Some(h)),
@@ -541,7 +541,7 @@ async fn diff_of(cx: &StepCtx<'_>, dest: &str, current: Option<&Stat>, want: &Wa
         return Ok(format!("{dest}: changed ({old_len} → {} bytes; too large to show)\n", want.len()));
     };
     let old = match current {
-        Some(_) => match cx.conn.get(dest).await {
+        Some(s) => match cx.conn.get(dest, s.size).await {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(e) => return Err(transport_outcome(e)),
         },

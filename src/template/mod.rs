@@ -892,7 +892,9 @@ fn template_file_vars(
 ) -> Result<Value, minijinja::Error> {
     use std::os::unix::fs::MetadataExt;
     let fail = |msg: String| minijinja::Error::new(ErrorKind::InvalidOperation, msg);
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    // The bastion's name, read once a run (every host's every template asks for it).
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default());
     let meta = std::fs::metadata(full).ok();
     let uid = meta.as_ref().map(|m| m.uid());
     let owner = uid.map(|u| user_name(u).map_or_else(|| Value::from(u), Value::from));

@@ -256,12 +256,12 @@ impl HostConnection {
 impl HostConnection {
     /// The sha1 of a file read over SFTP in chunks, where `lstat` may use SFTP; `None`: ask a
     /// script.
-    pub async fn sha1_sftp(&self, path: &str, chunk: usize) -> Option<Result<String, TransportError>> {
+    pub async fn sha1_sftp(&self, path: &str, size: u64) -> Option<Result<String, TransportError>> {
         if self.spec.r#become.as_ref().is_some_and(|b| b.user != self.spec.endpoint.user) {
             return None;
         }
         match &self.conn {
-            Connection::Ssh(c) => Some(c.sha1_sftp(path, chunk).await),
+            Connection::Ssh(c) => Some(c.sha1_sftp(path, size).await),
             Connection::Local(_) => None,
         }
     }
@@ -306,7 +306,9 @@ impl HostConnection {
         }
     }
 
-    pub async fn get(&self, path: &str) -> Result<Vec<u8>, TransportError> {
+    /// `path`'s content; `size`: what a `stat` just said it holds, where one did (a small file
+    /// read over SFTP is then not asked for its end).
+    pub async fn get(&self, path: &str, size: Option<u64>) -> Result<Vec<u8>, TransportError> {
         // SFTP reads as the login user: a become user's files are read by a script run as them.
         if sudo::Sudo::for_spec(&self.spec).is_some() {
             let cmd = format!("cat -- {}", crate::template::shell_quote(path));
@@ -318,7 +320,7 @@ impl HostConnection {
             return Ok(out.stdout);
         }
         match &self.conn {
-            Connection::Ssh(c) => c.get(path).await,
+            Connection::Ssh(c) => c.get(path, size).await,
             Connection::Local(c) => c.get(path).await,
         }
     }
