@@ -570,3 +570,61 @@ fn start_at_skips_the_earlier_steps_but_not_those_tagged_always() {
     site.test().args(["run", "resume", "--start-at", "second"]).run();
     assert_eq!(std::fs::read_to_string(site.lab().path(0, "/var/tmp/order")).unwrap(), "facts\nsecond\n");
 }
+
+#[test]
+fn unless_skips_the_command_when_its_own_succeeds_and_says_nothing_of_its_output() {
+    let site = Site::hosts(1);
+    let lab = site.lab();
+    lab.sh(0, "mkdir -p /opt/u && echo configured > /opt/u/state");
+    site.write(
+        "playbooks/unless.yaml",
+        r#"description: unless guards
+plays:
+  - name: u
+    hosts: lab
+    steps:
+      - name: holds
+        shell: echo ran >> /opt/u/holds
+        unless: grep -q configured /opt/u/state
+      - name: does not hold
+        shell: echo ran >> /opt/u/fails
+        unless: grep -q missing /opt/u/state
+      - name: exits
+        shell: echo ran >> /opt/u/exits
+        unless: "true; exit 3"
+      - name: in chdir
+        shell: echo ran >> /opt/u/relative
+        unless: test -f state && echo noisy-out && echo noisy-err >&2
+        chdir: /opt/u
+      - name: no such chdir
+        shell: echo ran >> /opt/u/nowhere
+        unless: "true"
+        chdir: /opt/u/none
+        ignore_errors: true
+"#,
+    );
+    let ran = site.run_json(&["unless"], 0);
+    let ends: Vec<(String, String, String)> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "task_end")
+        .map(|e| (e["step"].as_str().unwrap().into(), e["status"].as_str().unwrap().into(), e["msg"].to_string()))
+        .collect();
+    let skipped = "\"skipped: the unless command succeeded\"".to_string();
+    assert_eq!(
+        ends,
+        [
+            ("holds".into(), "ok".into(), skipped.clone()),
+            ("does not hold".into(), "changed".into(), "\"\"".into()),
+            ("exits".into(), "changed".into(), "\"\"".into()),
+            ("in chdir".into(), "ok".into(), skipped),
+            ("no such chdir".into(), "failed".into(), "\"Unable to change directory before execution.\"".into()),
+        ]
+    );
+    for (file, ran_there) in
+        [("holds", false), ("fails", true), ("exits", true), ("relative", false), ("nowhere", false)]
+    {
+        assert_eq!(lab.path(0, &format!("/opt/u/{file}")).exists(), ran_there, "{file}");
+    }
+    assert!(!ran.stdout.contains("noisy"), "the guard's output is nobody's: {}", ran.stdout);
+}

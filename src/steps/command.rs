@@ -201,6 +201,9 @@ fn glob_word(pattern: &str) -> String {
 /// Whether a guard already decides; `Some(outcome)` to report without running. `creates` and
 /// `removes` are glob patterns, as the module's.
 pub(super) async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome>, Outcome> {
+    if let (None, None, Some(u)) = (&g.creates, &g.removes, &g.unless) {
+        return unless_alone(cx, g.chdir.as_deref(), u).await;
+    }
     let mut checks = Vec::new();
     let any = |p: &str| format!("__copctl_any() {{ for f in {}; do [ -e \"$f\" ] || [ -L \"$f\" ] && return 0; done; return 1; }}", glob_word(p));
     if let Some(p) = &g.creates {
@@ -245,6 +248,22 @@ pub(super) async fn guard(cx: &StepCtx<'_>, g: &Guards) -> Result<Option<Outcome
         "unless" => Some(Outcome::ok("skipped: the unless command succeeded")),
         _ => None,
     })
+}
+
+/// `unless` without `creates` or `removes`: the command is the script, and its exit status the
+/// answer. Its output goes nowhere, as in a test of it; run last in the script's subshell, the
+/// shell execs it (`if ( u )` in a script forked a subshell of the subshell: a process more
+/// for every guarded step on every host).
+async fn unless_alone(cx: &StepCtx<'_>, chdir: Option<&str>, u: &str) -> Result<Option<Outcome>, Outcome> {
+    let mut script = String::new();
+    if let Some(d) = chdir {
+        // Where it cannot enter, the command's own script fails as the module does.
+        script.push_str(&format!("cd -P {} 2>/dev/null || exit 1\n", shell_quote(d)));
+    }
+    script.push_str("exec >/dev/null 2>&1\n");
+    script.push_str(u);
+    let out = cx.sh(&script, None).await?;
+    Ok(out.success().then(|| Outcome::ok("skipped: the unless command succeeded")))
 }
 
 fn wrap(g: &Guards, line: &str) -> String {

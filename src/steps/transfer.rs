@@ -116,6 +116,17 @@ async fn hash_or_recall(
         let out = cx.sh(&format!("p={}; {}", shell_quote(path), hash_command(size)), None).await?;
         return Ok(if out.success() { parse_digest(&out.stdout) } else { None });
     }
+    if let Some((identity, sha1)) = &recorded {
+        // The identity alone first: `stat` is then the script's last command, which the shell
+        // execs (inside `$(...)` it costs a fork more). Another identity (the file was written
+        // since) takes the script below, which identifies and hashes the file in one.
+        let script =
+            format!("exec 3<{}; exec stat -L -c '%d:%i:%s:%.9Y:%.9Z' /dev/fd/3 2>/dev/null", shell_quote(path));
+        let out = cx.sh(&script, None).await?;
+        if out.success() && out.stdout.strip_suffix(b"\n") == Some(identity.as_bytes()) {
+            return Ok(Some(sha1.clone()));
+        }
+    }
     let script = format!(
         "p={}; {{ {}; echo \"H $h\"; }} 3<\"$p\"",
         shell_quote(path),
