@@ -573,6 +573,7 @@ fn start_at_skips_the_earlier_steps_but_not_those_tagged_always() {
 
 #[test]
 fn unless_skips_the_command_when_its_own_succeeds_and_says_nothing_of_its_output() {
+    // A guard with no command in it (blank, a comment) does not skip: the command runs.
     let site = Site::hosts(1);
     let lab = site.lab();
     lab.sh(0, "mkdir -p /opt/u && echo configured > /opt/u/state");
@@ -596,6 +597,9 @@ plays:
         shell: echo ran >> /opt/u/relative
         unless: test -f state && echo noisy-out && echo noisy-err >&2
         chdir: /opt/u
+      - name: nothing to test
+        shell: echo ran >> /opt/u/blank
+        unless: " # a comment, no command"
       - name: no such chdir
         shell: echo ran >> /opt/u/nowhere
         unless: "true"
@@ -618,11 +622,12 @@ plays:
             ("does not hold".into(), "changed".into(), "\"\"".into()),
             ("exits".into(), "changed".into(), "\"\"".into()),
             ("in chdir".into(), "ok".into(), skipped),
+            ("nothing to test".into(), "changed".into(), "\"\"".into()),
             ("no such chdir".into(), "failed".into(), "\"Unable to change directory before execution.\"".into()),
         ]
     );
     for (file, ran_there) in
-        [("holds", false), ("fails", true), ("exits", true), ("relative", false), ("nowhere", false)]
+        [("holds", false), ("fails", true), ("exits", true), ("relative", false), ("blank", true), ("nowhere", false)]
     {
         assert_eq!(lab.path(0, &format!("/opt/u/{file}")).exists(), ran_there, "{file}");
     }

@@ -23,25 +23,26 @@ pub struct RunRecord {
     /// The hosts whose log this run has made.
     logs: HashSet<String>,
     /// Logs kept open between tasks (opening a log for every task of every host was a tenth of
-    /// the controller's CPU on a re-run), up to `open_logs()`; others are opened for each write.
+    /// the controller's CPU on a re-run), up to `keep_open`; others are opened for each write.
     open: HashMap<String, File>,
+    /// How many of them may stay open (`open_logs`).
+    keep_open: usize,
 }
 
-/// How many host logs stay open: a quarter of the descriptors the process may hold (a connection
-/// a host takes one more), at most 4096; 256 under the common limit of 1024.
-fn open_logs() -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| {
-        let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local;
-        // it has no other effect.
-        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 { l.rlim_cur } else { 1024 };
-        (soft / 4).clamp(16, 4096) as usize
-    })
+/// How many host logs stay open on a run of `hosts` hosts: half the descriptors left once every
+/// host holds a connection (and 256 spare), at most 4096. A connection lasts while its host has
+/// tasks, so at worst all are open at once.
+fn open_logs(hosts: usize) -> usize {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local; it
+    // has no other effect.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 { l.rlim_cur } else { 1024 };
+    let soft = usize::try_from(soft).unwrap_or(usize::MAX);
+    (soft.saturating_sub(hosts.saturating_add(256)) / 2).min(4096)
 }
 
 impl RunRecord {
-    pub fn create(root: &Path, id: &str) -> std::io::Result<RunRecord> {
+    pub fn create(root: &Path, id: &str, hosts: usize) -> std::io::Result<RunRecord> {
         let dir = root.join("runs").join(id);
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir.join("hosts"))?;
         // Records of older versions were made with the umask's modes.
@@ -49,7 +50,14 @@ impl RunRecord {
             fs::set_permissions(d, fs::Permissions::from_mode(0o700))?;
         }
         let events = private_file(&dir.join("events.jsonl"), false)?;
-        Ok(RunRecord { dir, root: root.to_path_buf(), events, logs: HashSet::new(), open: HashMap::new() })
+        Ok(RunRecord {
+            dir,
+            root: root.to_path_buf(),
+            events,
+            logs: HashSet::new(),
+            open: HashMap::new(),
+            keep_open: open_logs(hosts),
+        })
     }
 
     pub fn event(&mut self, line: &str) {
@@ -100,7 +108,7 @@ impl RunRecord {
             let _ = writeln!(text, "--- diff\n{d}");
         }
         let _ = f.write_all(text.as_bytes());
-        if self.open.len() < open_logs() {
+        if self.open.len() < self.keep_open {
             self.open.insert(safe, f);
         }
     }

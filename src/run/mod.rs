@@ -1020,7 +1020,8 @@ pub fn run(site: Site, plan: Plan, pool: Pool, opts: RunRequest) -> Result<i32> 
     let total = plan.graph.node_weights().filter(|t| t.kind != TaskKind::Barrier).count() as u64;
     let mut reporter = Reporter::new(opts.output, opts.verbose, opts.diff, redactor.clone(), total);
     let id = chrono::Local::now().format("%Y%m%d-%H%M%S-%3f").to_string();
-    match RunRecord::create(&opts.record_root, &id) {
+    let hosts: std::collections::HashSet<&String> = plan.graph.node_weights().filter_map(|t| t.host.as_ref()).collect();
+    match RunRecord::create(&opts.record_root, &id, hosts.len()) {
         Ok(r) => {
             let plan_json = crate::plan::render::json(&plan);
             r.write_json("plan.json", &plan_json);

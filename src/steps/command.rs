@@ -260,7 +260,9 @@ async fn unless_alone(cx: &StepCtx<'_>, chdir: Option<&str>, u: &str) -> Result<
         // Where it cannot enter, the command's own script fails as the module does.
         script.push_str(&format!("cd -P {} 2>/dev/null || exit 1\n", shell_quote(d)));
     }
-    script.push_str("exec >/dev/null 2>&1\n");
+    // `false` first: a text with no command in it (blank, a comment) leaves its status, and the
+    // step runs, as when the old `if ( u )` could not parse it.
+    script.push_str("exec >/dev/null 2>&1\nfalse\n");
     script.push_str(u);
     let out = cx.sh(&script, None).await?;
     Ok(out.success().then(|| Outcome::ok("skipped: the unless command succeeded")))

@@ -407,8 +407,9 @@ impl SshConnection {
         };
         let sftp = self.sftp().await?;
         let mut f = sftp.open(path).await.map_err(|e| remote(&e))?;
-        // One byte more than the size: a file grown since the `lstat` shows as longer.
-        let want = size.map_or(256 << 10, |n| n as usize + 1).clamp(1, 256 << 10);
+        // One byte more than the size: a file grown since the `lstat` shows as longer. At least
+        // 32 KiB: a file `lstat` calls empty (/proc) is not read into a buffer of one byte.
+        let want = size.map_or(256 << 10, |n| n as usize + 1).clamp(SHORT_READ_BELOW, 256 << 10);
         let mut buf = vec![0u8; want];
         let mut first = true;
         loop {
