@@ -3,6 +3,7 @@
 
 pub mod ansible_cfg;
 pub mod cli;
+pub mod descriptors;
 pub mod error;
 pub mod inventory;
 pub mod plan;

@@ -14,7 +14,7 @@ fn main() {
         let opts = if tty { opts } else { opts.wrap_lines(false) };
         Box::new(opts.unicode(tty).color(tty && std::env::var_os("NO_COLOR").is_none()).build())
     }));
-    raise_open_file_limit();
+    copctl::descriptors::raise();
     // A shell asking for completions (COPCTL_COMPLETE set) is answered here, and nothing else runs.
     copctl::cli::answer_if_asked();
     let cli = match copctl::cli::Cli::try_parse() {
@@ -60,17 +60,3 @@ fn tune_allocator() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn tune_allocator() {}
-
-/// One connection per host is kept for the whole run: a thousand hosts need more descriptors
-/// than the common soft limit of 1024, and the hard limit is ours to take.
-fn raise_open_file_limit() {
-    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local; it
-    // has no other effect.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 && l.rlim_cur < l.rlim_max {
-        l.rlim_cur = l.rlim_max;
-        // SAFETY: setrlimit only reads the `rlimit` behind a valid reference; raising the soft
-        // limit up to the hard one needs no privilege, and a failure leaves the old limit.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) };
-    }
-}

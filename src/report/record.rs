@@ -33,12 +33,7 @@ pub struct RunRecord {
 /// host holds a connection (and 256 spare), at most 4096. A connection lasts while its host has
 /// tasks, so at worst all are open at once.
 fn open_logs(hosts: usize) -> usize {
-    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one `rlimit` through a pointer to a live, initialised local; it
-    // has no other effect.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 { l.rlim_cur } else { 1024 };
-    let soft = usize::try_from(soft).unwrap_or(usize::MAX);
-    (soft.saturating_sub(hosts.saturating_add(256)) / 2).min(4096)
+    (crate::descriptors::soft().saturating_sub(hosts.saturating_add(256)) / 2).min(4096)
 }
 
 impl RunRecord {

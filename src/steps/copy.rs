@@ -123,17 +123,9 @@ impl CopyArgs {
                 if o.status != super::Status::Failed {
                     return o;
                 }
-                // A directory for dest means the file of src's name in it, as Ansible's copy has
-                // it; asked only once the put failed, so a plain copy costs nothing more.
-                let Ok(Some(d)) = super::transfer::stat(cx, &a.dest, false).await else { return o };
-                let name = std::path::Path::new(src).file_name().map(|n| n.to_string_lossy().into_owned());
-                match name {
-                    Some(n) if d.kind == "directory" => {
-                        let dest = format!("{}/{n}", a.dest.trim_end_matches('/'));
-                        let want = Want::Source(source);
-                        ensure_file(cx, &dest, want, mode, owner, group, a.before()).await
-                    }
-                    _ => o,
+                match super::transfer::into_directory(cx, &a.dest, src).await {
+                    Some(dest) => ensure_file(cx, &dest, Want::Source(source), mode, owner, group, a.before()).await,
+                    None => o,
                 }
             }
             _ => Outcome::failed("copy needs exactly one of src or content"),

@@ -91,19 +91,16 @@ impl Kind for TemplateArgs {
             };
             ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await
         } else {
-            // As copy does: `dest` itself first, whose check sees what is there; a directory
-            // (the put refused) means the file of the template's name in it. A plain template
-            // then costs the host one `lstat`, not two.
+            // As copy does: `dest` itself first, whose check sees what is there (a plain
+            // template costs the host one `lstat`, not two), then a directory's file.
             let o = ensure_file(cx, &a.dest, Want::Bytes(bytes.clone()), mode.as_ref(), owner, group, before).await;
-            match o.status {
-                super::Status::Failed => match super::transfer::stat(cx, &a.dest, false).await {
-                    Ok(Some(d)) if d.kind == "directory" => {
-                        let dest = format!("{}/{}", a.dest.trim_end_matches('/'), file_name(&a.src));
-                        ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await
-                    }
-                    _ => o,
-                },
-                _ => o,
+            let inside = match o.status {
+                super::Status::Failed => super::transfer::into_directory(cx, &a.dest, &a.src).await,
+                _ => None,
+            };
+            match inside {
+                Some(dest) => ensure_file(cx, &dest, Want::Bytes(bytes), mode.as_ref(), owner, group, before).await,
+                None => o,
             }
         };
         // Ansible's `checksum` is the file's sha1 (what `stat` reports by default).
@@ -155,28 +152,22 @@ fn hex_sha1(bytes: &[u8]) -> String {
     sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn file_name(src: &str) -> String {
-    std::path::Path::new(src).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Where the file goes, as Ansible's copy decides: into a directory under the template's own
-/// name, and through a link to what it points at with `follow`.
+/// Where a template with `follow` goes, as Ansible's copy decides: into a directory under the
+/// template's own name, and through a link to what it points at.
 async fn where_to(cx: &StepCtx<'_>, a: &TemplateArgs) -> Result<String, Outcome> {
     use crate::transport::PathKind;
-    let follow = a.follow == Some(true);
-    let name = file_name(&a.src);
+    let name = std::path::Path::new(&a.src).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if let Some(Ok(info)) = cx.conn.lstat(&a.dest).await {
         match info.map(|i| i.kind) {
             Some(PathKind::Directory) => return Ok(format!("{}/{name}", a.dest.trim_end_matches('/'))),
-            Some(PathKind::Link) if follow => {}
+            Some(PathKind::Link) => {}
             _ => return Ok(a.dest.clone()),
         }
     }
     let script = format!(
-        "d={d}; if [ -d \"$d\" ] && {{ [ ! -L \"$d\" ] || [ {f} = 1 ]; }}; then d=\"${{d%/}}/\"{n}; fi; \
-         if [ {f} = 1 ] && [ -L \"$d\" ]; then d=$(readlink -f -- \"$d\"); fi; printf '%s' \"$d\"",
+        "d={d}; if [ -d \"$d\" ]; then d=\"${{d%/}}/\"{n}; fi; \
+         if [ -L \"$d\" ]; then d=$(readlink -f -- \"$d\"); fi; printf '%s' \"$d\"",
         d = shell_quote(&a.dest),
-        f = follow as u8,
         n = shell_quote(&name),
     );
     let out = cx.sh(&script, None).await?;

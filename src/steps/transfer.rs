@@ -437,6 +437,17 @@ pub struct BeforeWrite<'a> {
     pub validate: Option<&'a str>,
 }
 
+/// Where a file `ensure_file` refused to put at `dest` goes instead, as Ansible's copy and
+/// template have it: into `dest` under `src`'s name, when `dest` is a directory. `None`: it is
+/// not one, and the refusal stands. Asked only once a put failed, so a plain one costs nothing.
+pub async fn into_directory(cx: &StepCtx<'_>, dest: &str, src: &str) -> Option<String> {
+    let name = std::path::Path::new(src).file_name()?.to_string_lossy().into_owned();
+    match stat(cx, dest, false).await {
+        Ok(Some(d)) if d.kind == "directory" => Some(format!("{}/{name}", dest.trim_end_matches('/'))),
+        _ => None,
+    }
+}
+
 /// Puts what `want` says at `dest` unless it is already there with the same mode and owner: a
 /// file of another size differs without being read; one of the same size is hashed on the host.
 /// `before`: what copy and template do before a new content goes in.
