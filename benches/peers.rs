@@ -7,11 +7,11 @@
 //!
 //! `cargo bench --bench peers -- [--hosts 10,50,100] [--runs 3] [--tools copctl,ansible,pyinfra]
 //! [--workload files|base|ansible] [--out FILE]`, `--quick` (2 hosts, 1 run: the CI smoke), `--scale
-//! 250,500,1000` (copctl alone: a 10-step playbook and the file workload, first run, re-run and the
-//! hosts' SSH-login floor, one run per size). The `files` workload (the default) adds
-//! `bench-files`: a 1 MiB copy and a template from play and host variables; `ansible` runs the
-//! peers' Ansible playbook (`site-files.yml`, the same work) through copctl itself, against
-//! ansible-playbook on the same file (issue 17's speed check). Prints a Markdown
+//! 250,500,1000` (copctl alone: a 10-step playbook and the file workload, first run, re-runs, the
+//! hosts' SSH-login floor and the workload's own commands alone, per size). The `files` workload
+//! (the default) adds `bench-files`: a 1 MiB copy and a template from play and host variables;
+//! `ansible` runs the peers' Ansible playbook (`site-files.yml`, the same work) through copctl
+//! itself, against ansible-playbook on the same file (issue 17's speed check). Prints a Markdown
 //! table; `--out` also writes JSON.
 
 #[path = "../tests/lab/mod.rs"]
@@ -472,11 +472,19 @@ fn parse_args() -> Args {
     a
 }
 
+/// The run of median wall time.
+fn by_wall_median(v: &mut [Measure]) -> Measure {
+    v.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    v[v.len() / 2]
+}
+
 /// `--scale`: copctl alone on many hosts, per size: the 10-step playbook and the file workload
 /// (a 1 MiB copy, a template), then three re-runs, each followed by the SSH-login floor:
 /// `copctl exec -- true` on every host (a login and one `true`), whose host CPU over the
 /// machine's cores is the least wall time any run that logs into every host can take here. The
-/// median re-run is compared with the median floor.
+/// median re-run is compared with the median floor. Beside them, the workload's own commands
+/// (`uname` and the `unless` guard's `grep`) as one `exec`: what its re-run costs a tool that
+/// adds nothing to them.
 fn scale(sizes: &[usize], work: &Path, json: &mut String) {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!(
@@ -525,19 +533,33 @@ fn scale(sizes: &[usize], work: &Path, json: &mut String) {
             );
             m
         };
+        // The workload's own processes (its `command` and its `unless` guard) over the same
+        // logins, as one `exec`: what a re-run costs a tool that adds nothing of its own.
+        let own = |k: usize| {
+            let log = site.dir.join(format!("scale-own-{k}.log"));
+            let (m, code) = measure(
+                copctl(
+                    &["exec", "cluster", "--output", "json"],
+                    &["--", "uname -r >/dev/null; grep -q configured /opt/scale/state"],
+                ),
+                &site.lab,
+                &log,
+            );
+            assert_eq!(code, 0, "copctl exec failed on {n} hosts: see {}", log.display());
+            eprintln!("  {n} hosts own commands {k}: {:.2}s wall, hosts {:.2} s CPU", m.wall, m.host_cpu);
+            m
+        };
         // The re-run and the login floor, three of each, interleaved: the floor's host CPU moves
         // by a tenth between one run and the next on this machine; the medians are compared.
         let first = run("first");
-        let (mut reruns, mut floors) = (vec![], vec![]);
+        let (mut reruns, mut floors, mut owns) = (vec![], vec![], vec![]);
         for k in 0..3 {
             reruns.push(run(&format!("rerun-{k}")));
             floors.push(login(k));
+            owns.push(own(k));
         }
-        let by_wall = |v: &mut Vec<Measure>| {
-            v.sort_by(|a, b| a.wall.total_cmp(&b.wall));
-            v[v.len() / 2]
-        };
-        let rerun = by_wall(&mut reruns);
+        let own = by_wall_median(&mut owns);
+        let rerun = by_wall_median(&mut reruns);
         floors.sort_by(|a, b| a.host_cpu.total_cmp(&b.host_cpu));
         let floor = floors[floors.len() / 2];
         let floor_s = floor.host_cpu / cores as f64;
@@ -560,13 +582,20 @@ fn scale(sizes: &[usize], work: &Path, json: &mut String) {
             floor.host_cpu * 1000.0 / n as f64,
             floor.wall
         );
+        eprintln!(
+            "  {n} hosts, the workload's own commands alone over the same logins (median of 3): {:.2} s wall = {:.2}x the floor, hosts {:.2} s CPU",
+            own.wall,
+            own.wall / floor_s,
+            own.host_cpu
+        );
         write!(
             json,
-            "{}{{\"hosts\": {n}, \"first\": {}, \"rerun\": {}, \"login\": {}, \"cores\": {cores}, \"login_floor_s\": {floor_s:.3}}}",
+            "{}{{\"hosts\": {n}, \"first\": {}, \"rerun\": {}, \"login\": {}, \"own_commands\": {}, \"cores\": {cores}, \"login_floor_s\": {floor_s:.3}}}",
             if k > 0 { ", " } else { "" },
             measure_json(&a),
             measure_json(&b),
-            measure_json(&floor)
+            measure_json(&floor),
+            measure_json(&own)
         )
         .unwrap();
     }
