@@ -522,10 +522,15 @@ fn scale(sizes: &[usize], work: &Path, json: &mut String) {
             );
             m
         };
-        let login = |k: usize| {
-            let log = site.dir.join(format!("scale-floor-{k}.log"));
-            let (m, code) = measure(copctl(&["exec", "cluster", "--output", "json"], &["--", "true"]), &site.lab, &log);
+        // `copctl exec` of one command line on every host.
+        let exec_all = |log: String, line: &str| {
+            let log = site.dir.join(log);
+            let (m, code) = measure(copctl(&["exec", "cluster", "--output", "json"], &["--", line]), &site.lab, &log);
             assert_eq!(code, 0, "copctl exec failed on {n} hosts: see {}", log.display());
+            m
+        };
+        let login = |k: usize| {
+            let m = exec_all(format!("scale-floor-{k}.log"), "true");
             eprintln!(
                 "  {n} hosts login floor {k}: {:.2} s of host CPU ({:.1} ms a login)",
                 m.host_cpu,
@@ -533,19 +538,10 @@ fn scale(sizes: &[usize], work: &Path, json: &mut String) {
             );
             m
         };
-        // The workload's own processes (its `command` and its `unless` guard) over the same
-        // logins, as one `exec`: what a re-run costs a tool that adds nothing of its own.
+        // The workload's own processes (scale-10.yaml's `command` and its `unless` guard) over
+        // the same logins, as one `exec`: what a re-run costs a tool that adds nothing of its own.
         let own = |k: usize| {
-            let log = site.dir.join(format!("scale-own-{k}.log"));
-            let (m, code) = measure(
-                copctl(
-                    &["exec", "cluster", "--output", "json"],
-                    &["--", "uname -r >/dev/null; grep -q configured /opt/scale/state"],
-                ),
-                &site.lab,
-                &log,
-            );
-            assert_eq!(code, 0, "copctl exec failed on {n} hosts: see {}", log.display());
+            let m = exec_all(format!("scale-own-{k}.log"), "uname -r >/dev/null; grep -q configured /opt/scale/state");
             eprintln!("  {n} hosts own commands {k}: {:.2}s wall, hosts {:.2} s CPU", m.wall, m.host_cpu);
             m
         };
