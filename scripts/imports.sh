@@ -3,6 +3,7 @@
 # import edges, import circles (a parent mod.rs and its own children excepted: declaring them is
 # structure, not an import), and imports against the layering (a lower layer naming a higher one).
 # Usage: scripts/imports.sh [-v]   (-v lists every edge)
+# Exits 1 when there is any circle or import against the layering: CI runs it as a gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
@@ -103,6 +104,12 @@ def resolve(path, depth=0):
     return None
 
 scan_reexports()
+children = {}
+for m in files:
+    if "::" in m:
+        children.setdefault(parent(m), []).append(m)
+    elif m not in ("lib", "main"):
+        children.setdefault("lib", []).append(m)
 edges = {}
 for mod, p in files.items():
     src = open(p).read()
@@ -121,6 +128,11 @@ for mod, p in files.items():
         targets.add(m.group(1))
     for m in re.finditer(r"(?<![\w:])super::([A-Za-z_][\w:]*)", src):
         targets.add(f"{parent(mod)}::{m.group(1)}".strip(":"))
+    # A parent naming its own children (`check::run(..)`, `use self::check::X`, `use check::X`).
+    for child in children.get(mod, ()):
+        name = child.rsplit("::", 1)[-1]
+        if re.search(rf"(?<![\w:])(self::)?{name}::", src):
+            targets.add(child)
     out = set()
     for t in targets:
         r = resolve(t)
@@ -136,33 +148,47 @@ def top(m):
             return "::".join(parts[:n])
     return parts[0]
 
-def structural(a, b):
-    # a parent module and its own descendants
-    return b.startswith(a + "::") or a.startswith(b + "::")
+def within(root, m):
+    return m == root or m.startswith(root + "::")
 
-# Tarjan's strongly connected components, without the structural edges.
-idx, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
+def one_subtree(comp):
+    # A parent module and its own descendants using each other is structure, not a circle: a
+    # mod.rs re-exporting or calling its children, the children using their parent's types.
+    return any(all(within(r, m) for m in comp) for r in comp)
+
+# Circles, counted as a drawing of the rooms counts them: Tarjan's strongly connected components
+# twice. Over every edge, a component is a circle unless it is one module and its own descendants
+# (a circle that passes through a parent's children into another module, plan -> plan::check ->
+# run -> plan, counts). Without the edges between a module and its own descendants, two siblings
+# that use each other (include <-> roles) count too, where the first pass sees one subtree.
 sys.setrecursionlimit(10000)
-def strong(v):
-    idx[v] = low[v] = counter[0]; counter[0] += 1
-    stack.append(v); on.add(v)
-    for w in edges.get(v, ()):
-        if structural(v, w):
-            continue
-        if w not in idx:
-            strong(w); low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], idx[w])
-    if low[v] == idx[v]:
-        comp = []
-        while True:
-            w = stack.pop(); on.discard(w); comp.append(w)
-            if w == v: break
-        if len(comp) > 1:
-            sccs.append(sorted(comp))
-for v in sorted(files):
-    if v not in idx:
-        strong(v)
+def components(skip_structural):
+    idx, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    def strong(v):
+        idx[v] = low[v] = counter[0]; counter[0] += 1
+        stack.append(v); on.add(v)
+        for w in edges.get(v, ()):
+            if skip_structural and (within(v, w) or within(w, v)):
+                continue
+            if w not in idx:
+                strong(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], idx[w])
+        if low[v] == idx[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1 and not one_subtree(comp):
+                out.append(sorted(comp))
+    for v in sorted(files):
+        if v not in idx:
+            strong(v)
+    return out
+sccs = components(False)
+for c in components(True):
+    if not any(set(c) <= set(big) for big in sccs):
+        sccs.append(c)
 
 against = []
 for a in sorted(edges):
@@ -186,4 +212,9 @@ for c in sorted(sccs):
 print(f"imports against the layering: {len(against)}")
 for a, b, why in against:
     print(f"  {a} -> {b} ({why})")
+# The gate (.ci/run): the house has no circle and nothing imports against the layering.
+if sccs or against:
+    print("imports.sh: the module graph must have no circle and no import against the layering "
+          "(docs/DESIGN.md, Layout): move the shared code down, or the caller up", file=sys.stderr)
+    sys.exit(1)
 PY
