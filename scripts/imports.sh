@@ -28,7 +28,9 @@ LAYERS = [
     ["steps"],  # the step kinds own their arguments; the playbook model is built from them
     ["playbook"],
     ["site"],
-    ["plan", "procedures"],
+    # gpu: the manual's GPU chapter (the offline lint needs only `error`; what reads a cluster will
+    # go through the site).
+    ["plan", "procedures", "gpu"],
     ["report"],
     ["run"],
     ["cli", "adhoc", "keycopy"],  # adhoc, keycopy: commands before src/cli/ (for older trees)

@@ -5,6 +5,7 @@ pub mod ansible_cfg;
 pub mod cli;
 pub mod descriptors;
 pub mod error;
+pub mod gpu;
 pub mod inventory;
 pub mod plan;
 pub mod playbook;

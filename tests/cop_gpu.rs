@@ -50,11 +50,11 @@ fn the_gpu_operator_installs_from_chart_archives_without_a_helm_repository() {
     assert!(!helm.iter().any(|l| l.contains("nvidia/") || l.starts_with("helm repo")), "{helm:?}");
     let pos = |p: &str| helm.iter().position(|l| l.starts_with(p)).unwrap_or_else(|| panic!("no `{p}` in {helm:?}"));
     assert!(
-        pos("helm template copctl-image-check /var/tmp/copctl-charts/dra-driver-nvidia-gpu-25.8.0.tgz")
+        pos("helm template copctl-image-check /var/tmp/copctl-charts/nvidia-dra-driver-gpu-25.8.0.tgz")
             < pos("helm upgrade --install gpu-operator /var/tmp/copctl-charts/gpu-operator-v25.10.0.tgz")
     );
     assert!(helm.iter().any(|l| l.starts_with(
-        "helm upgrade --install dra-driver-nvidia-gpu /var/tmp/copctl-charts/dra-driver-nvidia-gpu-25.8.0.tgz"
+        "helm upgrade --install dra-driver-nvidia-gpu /var/tmp/copctl-charts/nvidia-dra-driver-gpu-25.8.0.tgz"
     )));
     let curl: Vec<String> = c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("curl ")).collect();
     for image in cop_site::CHART_IMAGES {
@@ -69,17 +69,55 @@ fn the_gpu_operator_installs_from_chart_archives_without_a_helm_repository() {
     // The driver's image is not needed (driver.enabled=false) and not asked for.
     assert!(!curl.iter().any(|l| l.contains("/driver/")), "{curl:?}");
     assert!(c.lab().root.join("cluster/deviceclasses/gpu.nvidia.com").exists());
+    // The GPU nodes tainted as group_vars/gpu.yml says (env.yaml's gpu_node_taint), from a
+    // server, and only they; the operands of both charts tolerate the taint's key.
+    // The GPU nodes run at once: their calls in either order.
+    let taints = |c: &Site| -> Vec<String> {
+        let mut t: Vec<String> =
+            c.lab().double_calls(0).into_iter().filter(|l| l.starts_with("kubectl taint")).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(
+        taints(&c),
+        [
+            "kubectl taint node cop-gpu-1 nvidia.com/gpu=present:NoSchedule --overwrite",
+            "kubectl taint node cop-gpu-2 nvidia.com/gpu=present:NoSchedule --overwrite"
+        ]
+    );
+    for (node, want) in NAMES
+        .iter()
+        .map(|(n, _)| (*n, if n.starts_with("cop-gpu") { "nvidia.com/gpu=present:NoSchedule\n" } else { "" }))
+    {
+        assert_eq!(node_file(&c, node, "taints"), want, "{node}");
+    }
+    let upgrade = |p: &str| helm.iter().find(|l| l.starts_with(p)).unwrap_or_else(|| panic!("no `{p}` in {helm:?}"));
+    for (release, values) in [("gpu-operator", "daemonsets"), ("dra-driver-nvidia-gpu", "kubeletPlugin")] {
+        let call = upgrade(&format!("helm upgrade --install {release} "));
+        assert!(
+            call.contains(&format!("{values}.tolerations[0].key=nvidia.com/gpu"))
+                && call.contains(&format!("{values}.tolerations[0].operator=Exists")),
+            "{call}"
+        );
+    }
 
-    // A re-run changes nothing: the release digests (archive sha256 included) are equal.
+    // A re-run changes nothing: the release digests (archive sha256 included) are equal, the
+    // taints are there. Run by the manual's script name, as an operator following it types.
     let upgrades = helm.iter().filter(|l| l.starts_with("helm upgrade")).count();
-    let ran = c.run_json(&["gpu-operator"], 0);
+    let ran = c.test().args(["run", "450-gpu-operator-install.sh", "--output", "json"]).status(0).run();
     assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
     assert_eq!(helm_calls(&c).iter().filter(|l| l.starts_with("helm upgrade")).count(), upgrades);
+    assert_eq!(taints(&c).len(), 2, "{:?}", taints(&c));
+    // A taint of another value under the key is replaced.
+    std::fs::write(c.lab().root.join("cluster/nodes/cop-gpu-1/taints"), "nvidia.com/gpu=old:NoSchedule\n").unwrap();
+    let ran = c.run_json(&["gpu-operator", "--limit", "cop-gpu-1"], 0);
+    assert_eq!(changed_by_host(&ran).get("cop-gpu-1"), Some(&1), "{:?}", changed_by_host(&ran));
+    assert_eq!(node_file(&c, "cop-gpu-1", "taints"), "nvidia.com/gpu=present:NoSchedule\n");
 
     // A new archive under the same name is an upgrade of that release only.
     cop_site::write_chart(
         &c.path("charts"),
-        "dra-driver-nvidia-gpu",
+        "nvidia-dra-driver-gpu",
         "25.8.0",
         &[("extra.yaml", "kind: ConfigMap\nmetadata:\n  name: patched\n")],
     );
@@ -131,7 +169,7 @@ fn an_image_missing_from_the_registry_stops_the_install_naming_it_and_nothing_is
 #[test]
 fn a_missing_chart_archive_is_an_error_naming_its_path_before_anything_changes() {
     let c = registry_ready();
-    let path = c.path("charts/dra-driver-nvidia-gpu-25.8.0.tgz");
+    let path = c.path("charts/nvidia-dra-driver-gpu-25.8.0.tgz");
     std::fs::remove_file(&path).unwrap();
     let before = c.lab().double_calls(0);
     let ran = c.run_json(&["gpu-operator"], 2);

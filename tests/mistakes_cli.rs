@@ -84,6 +84,33 @@ fn the_manuals_playbook_names_and_yaml_paths_run_the_built_in_playbooks() {
 }
 
 #[test]
+fn the_manuals_numbered_scripts_run_the_built_in_playbooks() {
+    for (script, playbook) in [
+        ("120-gpu-preinstall", "gpu-preinstall"),
+        ("120-gpu-preinstall.sh", "gpu-preinstall"),
+        ("140-gpu-install", "gpu-install"),
+        ("./140-gpu-install.sh", "gpu-install"),
+        ("450-gpu-operator-install", "gpu-operator"),
+        ("450-gpu-operator-install.sh", "gpu-operator"),
+    ] {
+        let ran = Test::repo()
+            .args(["plan", script])
+            .stderr(&format!(
+                "note: '{script}' is the manual's script for the built-in playbook '{playbook}': running '{playbook}'\n"
+            ))
+            .run();
+        assert!(ran.stdout.starts_with(&format!("playbook {playbook} — ")), "{script}: {}", ran.stdout);
+    }
+    // A script the manual names that no playbook replaces is still no playbook.
+    Test::repo()
+        .args(["plan", "build-app.sh"])
+        .status(1)
+        .stdout("")
+        .stderr("  x no playbook named 'build-app.sh'\n  help: available playbooks: gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-drain, node-remove, node-uncordon, rke2-install, rke2-post-install, rke2-private-registry, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
+        .run();
+}
+
+#[test]
 fn the_operators_old_ansible_playbook_runs_as_written_with_a_note_on_the_built_in_name() {
     Test::new()
         .inventory("[masters]\nm1\n")

@@ -132,6 +132,11 @@ pub enum Command {
         #[command(subcommand)]
         what: NodeCmd,
     },
+    /// GPU sharing as the manual's chapter "Devices (GPU Sharing)" describes it.
+    Gpu {
+        #[command(subcommand)]
+        what: GpuCmd,
+    },
     /// List recent runs (.copctl/runs) with their result.
     Runs {
         /// How many of the newest runs to list.
@@ -438,6 +443,27 @@ pub enum NodeCmd {
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         output: OutputFormat,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GpuCmd {
+    /// Check workload manifests against the chapter's "Common Mistakes" and YAML rules, offline
+    /// (no cluster): `FILE:LINE: error|warning: ...` and a `help:` line each; exit 1 on an error.
+    Lint(GpuLintArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GpuLintArgs {
+    /// Manifest files, directories (their *.yaml and *.yml, recursively), or - for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// A device class the cluster has besides gpu.nvidia.com (repeatable; `kubectl get
+    /// deviceclasses` lists them).
+    #[arg(long = "device-class", value_name = "NAME")]
+    pub device_classes: Vec<String>,
+    /// human: as compilers print; json: one JSON document with every finding.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Subcommand)]

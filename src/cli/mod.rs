@@ -9,6 +9,7 @@ mod completions;
 mod config;
 pub use completions::answer_if_asked;
 mod exec;
+mod gpu;
 mod inventory;
 mod node;
 mod plan;
@@ -30,7 +31,7 @@ use crate::vault::{Vault, VaultOptions};
 
 /// Runs the command; returns the process exit code.
 pub fn execute(cli: &Cli) -> Result<i32> {
-    if !matches!(cli.command, Command::Completions { .. } | Command::Man) {
+    if !matches!(cli.command, Command::Completions { .. } | Command::Man | Command::Gpu { .. }) {
         cli.load_ansible_cfg()?;
     }
     match &cli.command {
@@ -42,6 +43,7 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Run(args) => run::run(cli, args),
         Command::Runs { count, prune } => run::runs(*count, *prune),
         Command::Node { what } => node::node(cli, what),
+        Command::Gpu { what } => gpu::gpu(what),
         Command::Exec(args) => exec::exec(cli, args),
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
         Command::Completions { shell } => completions::completions(*shell),

@@ -4,6 +4,7 @@
 //! below `plan` and `run`; it never imports either.
 
 pub mod ansible;
+mod manual_scripts;
 pub mod step;
 
 use std::path::{Path, PathBuf};
@@ -276,6 +277,11 @@ impl PlaybookSource {
 
     /// Loads `name` (a playbook name, or a path to a YAML file).
     pub fn load(&self, name: &str) -> Result<Playbook> {
+        // The manual's numbered scripts name built-in playbooks, never files to read.
+        if let Some(b) = manual_scripts::playbook(name) {
+            eprintln!("note: '{name}' is the manual's script for the built-in playbook '{b}': running '{b}'");
+            return self.load(b);
+        }
         let as_path = Path::new(name);
         // An Ansible playbook may be written as JSON (a YAML flow list), as Ansible reads it.
         let json = name.ends_with(".json");

@@ -1,5 +1,5 @@
 //! `kube`: node operations through kubectl on a control-plane host (cordon, uncordon, drain,
-//! delete, label, wait_ready, gpu_drain_check, pdb_check; for a dead node drain_unreachable,
+//! delete, label, taint, wait_ready, gpu_drain_check, pdb_check; for a dead node drain_unreachable,
 //! etcd_quorum_check, etcd_member_gone — etcd read through etcdctl in the server's etcd pod). kubectl is RKE2's
 //! (/var/lib/rancher/rke2/bin) when not on PATH, with RKE2's admin kubeconfig; `helm` shares that
 //! prelude.
@@ -29,6 +29,9 @@ pub enum KubeAction {
     Drain,
     Delete,
     Label,
+    /// `taints` (`key=value:Effect`, `key:Effect`) on the node, each added where the node lacks
+    /// it exactly (another value or effect under the key is replaced, as `--overwrite` does).
+    Taint,
     WaitReady,
     /// Before draining a GPU node: GPU work on it (pods holding ResourceClaims), and room for it
     /// on the other GPU nodes (free devices in their resource slices).
@@ -57,6 +60,9 @@ pub struct KubeArgs {
     pub node: String,
     #[serde(default)]
     pub labels: IndexMap<String, String>,
+    /// taint: `key=value:Effect` or `key:Effect` (Effect: NoSchedule, PreferNoSchedule, NoExecute).
+    #[serde(default)]
+    pub taints: Vec<String>,
     pub timeout: Option<Number>,
     /// gpu_drain_check: go on although GPU work would be cut off (`--yes`).
     pub yes: Option<Flag>,
@@ -194,6 +200,10 @@ impl Kind for KubeArgs {
                 }
                 s
             }
+            KubeAction::Taint => match taint_script(&n, &a.taints) {
+                Ok(s) => s,
+                Err(e) => return Outcome::failed(e),
+            },
             KubeAction::GpuDrainCheck
             | KubeAction::PdbCheck
             | KubeAction::DrainUnreachable
@@ -231,6 +241,30 @@ impl Kind for KubeArgs {
         o.commands.push(body);
         o
     }
+}
+
+/// The node's taints, one `key=value:Effect` a line, and each of `taints` missing from them
+/// added. A taint with the same key and effect but another value is replaced (`--overwrite`).
+fn taint_script(n: &str, taints: &[String]) -> Result<String, String> {
+    let mut s = format!(
+        "cur=$($K get node {n} -o jsonpath='{{range .spec.taints[*]}}{{.key}}={{.value}}:{{.effect}}{{\"\\n\"}}{{end}}') || exit 1\n"
+    );
+    for t in taints {
+        let (kv, effect) = t.rsplit_once(':').ok_or_else(|| format!("taint {t:?}: no effect (key=value:NoSchedule)"))?;
+        if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            return Err(format!("taint {t:?}: the effect is NoSchedule, PreferNoSchedule or NoExecute, not {effect:?}"));
+        }
+        let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+        if key.is_empty() {
+            return Err(format!("taint {t:?}: no key"));
+        }
+        s.push_str(&format!(
+            "printf '%s\\n' \"$cur\" | grep -qxF {line} || do_ {t} \"$K taint node {n} {t} --overwrite\"\n",
+            line = shell_quote(&format!("{key}={value}:{effect}")),
+            t = shell_quote(t),
+        ));
+    }
+    Ok(s)
 }
 
 /// The manual's "Maintenance on GPU Nodes": before a GPU node is drained, the pods on it holding
@@ -478,6 +512,29 @@ mod tests {
 
     fn pod(ns: &str, name: &str, labels: Value) -> Value {
         json!({"metadata": {"namespace": ns, "name": name, "labels": labels}, "status": {"phase": "Running"}})
+    }
+
+    #[test]
+    fn a_taint_is_added_where_the_node_lacks_it_exactly() {
+        let s = taint_script("n1", &["nvidia.com/gpu=present:NoSchedule".into(), "dedicated:NoExecute".into()]).unwrap();
+        assert_eq!(
+            s,
+            "cur=$($K get node n1 -o jsonpath='{range .spec.taints[*]}{.key}={.value}:{.effect}{\"\\n\"}{end}') || exit 1\n\
+             printf '%s\\n' \"$cur\" | grep -qxF nvidia.com/gpu=present:NoSchedule || \
+             do_ nvidia.com/gpu=present:NoSchedule \"$K taint node n1 nvidia.com/gpu=present:NoSchedule --overwrite\"\n\
+             printf '%s\\n' \"$cur\" | grep -qxF dedicated=:NoExecute || \
+             do_ dedicated:NoExecute \"$K taint node n1 dedicated:NoExecute --overwrite\"\n"
+        );
+        for (t, e) in [
+            ("nvidia.com/gpu=present", "taint \"nvidia.com/gpu=present\": no effect (key=value:NoSchedule)"),
+            (
+                "k=v:NoSchedul",
+                "taint \"k=v:NoSchedul\": the effect is NoSchedule, PreferNoSchedule or NoExecute, not \"NoSchedul\"",
+            ),
+            ("=v:NoSchedule", "taint \"=v:NoSchedule\": no key"),
+        ] {
+            assert_eq!(taint_script("n1", &[t.to_string()]).unwrap_err(), e);
+        }
     }
 
     fn pdb(ns: &str, name: &str, selector: Value, allowed: i64) -> Value {

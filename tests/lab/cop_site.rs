@@ -100,7 +100,7 @@ impl CopSite {
         // holding every image they render, behind registries.yaml's credentials (the curl double).
         let charts = dir.join("charts");
         write_chart(&charts, "gpu-operator", "v25.10.0", GPU_OPERATOR_TEMPLATES);
-        write_chart(&charts, "dra-driver-nvidia-gpu", "25.8.0", DRA_DRIVER_TEMPLATES);
+        write_chart(&charts, "nvidia-dra-driver-gpu", "25.8.0", DRA_DRIVER_TEMPLATES);
         let reg = lab.root.join("cluster/registry/registry.cop.example.com:8443");
         std::fs::create_dir_all(&reg).unwrap();
         std::fs::write(
