@@ -255,7 +255,7 @@ impl Site {
         self.context_with_magic(pb, host, Arc::new(own.clone()), None, all, None)
     }
 
-    /// `context_with` and the play's magic variables (`run::play_magic`).
+    /// `context_with` and the play's magic variables (`plan::play_magic`).
     pub fn context_with_magic(
         &self,
         pb: &Playbook,

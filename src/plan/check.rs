@@ -249,7 +249,7 @@ fn check_all(site: &Site, plan: &Plan) -> Result<()> {
         reg.extend(plan.play(t).vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         reg.extend(step.def.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         // What the engine sets for each task (run/task.rs).
-        let magic = crate::run::play_magic(plan, t, &Default::default());
+        let magic = super::play_magic(plan, t, &Default::default());
         reg.entry("ansible_check_mode".into()).or_insert(json!(false));
         reg.entry("ansible_diff_mode".into()).or_insert(json!(false));
         reg.entry("ansible_run_tags".into()).or_insert(json!(["all"]));

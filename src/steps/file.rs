@@ -123,7 +123,6 @@ impl Kind for FileArgs {
             Err(o) => return o,
         };
         let a: &Self = &a;
-        let q = shell_quote;
         let mode = match a.mode.as_ref().map(Mode::bits).transpose() {
             Ok(m) => m,
             Err(e) => return Outcome::failed(e.to_string()),
@@ -144,167 +143,13 @@ impl Kind for FileArgs {
             return diff_peek(cx, &a.path).await;
         }
         let state = a.state.unwrap_or(if a.src.is_some() { FileState::Link } else { FileState::File });
-        // An Ansible touch (it follows links) changes the times every run: the script's.
-        let touch = state == FileState::Touch && a.follow == Some(true);
-        let plain = a.plain() && state != FileState::Hard && !touch && a.owner.is_none() && a.group.is_none();
-        let seen = match plain {
-            true => cx.conn.lstat(&a.path).await,
-            false => None,
+        if let Some(o) = by_sftp(cx, a, state, mode).await {
+            return o;
+        }
+        let s = match script(cx.check, a, state, mode, symbolic.as_deref(), &times) {
+            Ok(s) => s,
+            Err(e) => return Outcome::failed(e),
         };
-        // A link to follow (Ansible's file module follows by default) is the script's.
-        let seen = seen.filter(|s| {
-            a.follow != Some(true) || !matches!(s, Ok(Some(i)) if i.kind == crate::transport::PathKind::Link)
-        });
-        if let Some(Ok(info)) = &seen
-            && already_there(a, state, mode, info.as_ref())
-        {
-            return Outcome::ok("");
-        }
-        // A directory not there yet whose parent is: made over SFTP, no process on the host (a
-        // first run's directories cost a script `mkdir`, `dirname` and `stat` each). Anything
-        // SFTP refuses (no parent, something in the way) goes to the script, which says why.
-        if state == FileState::Directory
-            && matches!(seen, Some(Ok(None)))
-            && !cx.check
-            && !cx.diff
-            && let Some(modes_set) = make_dirs(cx, &a.path, mode).await
-        {
-            // As the script reports it: created once, then the mode of each directory it set.
-            let changes = std::iter::once("created").chain(std::iter::repeat_n("mode", modes_set));
-            return finish(a, changes.map(str::to_string).collect(), false);
-        }
-        let p = q(&a.path);
-        let follow = a.follow == Some(true);
-        let force = a.force == Some(true);
-        // `do_` runs a change (or only records it in check mode); CHANGED lines are the report.
-        let mut s = format!(
-            "set -e; CHECK={}; p={p}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\"; }}\n\
-             fail() {{ echo \"$1\" >&2; exit 3; }}\n",
-            cx.check as u8
-        );
-        s.push_str(&attrs_function(mode, symbolic.as_deref(), a.owner.as_deref(), a.group.as_deref()));
-        s.push_str(&chattr_function(a.attributes.as_deref()));
-        s.push_str(&times_function(&times));
-        if follow && matches!(state, FileState::File | FileState::Directory | FileState::Touch) {
-            s.push_str("if [ -L \"$p\" ] && [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); fi\n");
-        }
-        // What Ansible's `initial_diff` records: the state found (after following), as DIFF lines.
-        s.push_str(
-            "note() { printf 'DIFF\\t%s\\t%s\\t%s\\n' \"$1\" \"$2\" \"$3\"; }\n\
-             prev=absent; if [ -L \"$p\" ]; then prev=link; elif [ -d \"$p\" ]; then prev=directory; \
-             elif [ -e \"$p\" ]; then prev=file; [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && prev=hard; fi; note state \"$prev\" ''\n",
-        );
-        if state == FileState::Absent {
-            s.push_str(
-                "if [ $prev = directory ]; then find \"$p\" -mindepth 1 -type d | while IFS= read -r d; do note dir \"$d\" ''; done; \
-                 find \"$p\" -mindepth 1 ! -type d | while IFS= read -r d; do note file \"$d\" ''; done; fi\n",
-            );
-        }
-        let created_dirs = "NEW=; c=$p; while [ ! -d \"$c\" ] && [ ! -L \"$c\" ]; do NEW=\"$c\n$NEW\"; c=$(dirname -- \"$c\"); done\n";
-        match state {
-            FileState::Absent => {
-                s.push_str("if [ -e \"$p\" ] || [ -L \"$p\" ]; then do_ removed 'rm -rf -- \"$p\"'; fi\n");
-            }
-            FileState::Directory => {
-                s.push_str(
-                    "if [ -L \"$p\" ] || { [ -e \"$p\" ] && [ ! -d \"$p\" ]; }; then \
-                     k=file; [ -L \"$p\" ] && k=link; fail \"$p already exists as a $k\"; fi\n",
-                );
-                // Ansible gives every directory it creates the mode and owner, not the last only.
-                s.push_str(created_dirs);
-                s.push_str("[ -d \"$p\" ] || do_ created 'mkdir -p -- \"$p\"'\n");
-                s.push_str("printf '%s' \"$NEW\" | while IFS= read -r d; do [ \"$d\" = \"$p\" ] || attrs \"$d\"; done\n");
-            }
-            FileState::Touch => {
-                // A file touch made goes again when its attributes cannot be set, as Ansible
-                // removes it then.
-                s.push_str(
-                    "trap 'rc=$?; [ $rc = 0 ] || [ \"${TOUCHED:-0}\" = 0 ] || rm -f -- \"$p\"; exit $rc' EXIT\n\
-                     if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || { do_ created ': > \"$p\"'; TOUCHED=$((1-CHECK)); }; fi\n",
-                );
-            }
-            FileState::File => {
-                s.push_str("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then fail \"file ($p) is absent, cannot continue\"; fi\n");
-                // Without a state, the path's own kind is the state (Ansible's rule).
-                if a.state.is_some() {
-                    s.push_str("if [ -d \"$p\" ]; then fail \"file ($p) is directory, cannot continue\"; fi\n");
-                }
-            }
-            FileState::Link => {
-                match &a.src {
-                    Some(src) => s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8)),
-                    // Without src an existing link stays as it is (only its attributes are
-                    // set), as Ansible's ensure_symlink keeps it; nothing else can be linked.
-                    None => s.push_str(
-                        "if [ -L \"$p\" ]; then t=$(readlink -- \"$p\"); FORCE=1; \
-                         else fail 'src is required for creating new symlinks'; fi\n",
-                    ),
-                }
-                if a.src_without_state == Some(true) {
-                    s.push_str(
-                        "if [ $prev = hard ]; then fail \"$p is a hard link: give state: hard with src\"; \
-                         elif [ $prev != link ]; then fail \"src option requires state to be 'link' or 'hard'\"; fi\n",
-                    );
-                }
-                if a.force.is_none() {
-                    s.push_str(
-                        "if [ \"$(readlink \"$p\" 2>/dev/null)\" != \"$t\" ]; then \
-                         if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then fail \"$p is a directory\"; fi; \
-                         do_ linked 'ln -sfn -- \"$t\" \"$p\"'; fi\n",
-                    );
-                } else {
-                    s.push_str(
-                        "case \"$t\" in /*) abs=$t;; *) abs=$(dirname -- \"$p\")/$t;; esac\n\
-                         if [ $FORCE = 0 ] && [ ! -e \"$abs\" ]; then \
-                         fail \"src file does not exist, use \\\"force=yes\\\" if you really want to create the link: $abs\"; fi\n\
-                         if [ -L \"$p\" ]; then old=$(readlink -- \"$p\"); [ \"$old\" = \"$t\" ] || { note src \"$old\" \"$t\"; do_ linked 'ln -sfnT -- \"$t\" \"$p\"'; }\n\
-                         elif [ -d \"$p\" ]; then \
-                         [ $FORCE = 1 ] || fail \"refusing to convert from directory to symlink for $p\"; \
-                         [ -z \"$(ls -A -- \"$p\")\" ] || fail \"the directory $p is not empty, refusing to convert it\"; \
-                         do_ linked 'rmdir -- \"$p\" && ln -s -- \"$t\" \"$p\"'\n\
-                         elif [ -e \"$p\" ]; then \
-                         if [ $FORCE = 0 ]; then [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && fail 'Cannot link because a hard link exists at destination'; \
-                         fail 'Cannot link because a file exists at destination'; fi; \
-                         do_ linked 'ln -sfT -- \"$t\" \"$p\"'\n\
-                         else do_ linked 'ln -s -- \"$t\" \"$p\"'; fi\n",
-                    );
-                }
-            }
-            FileState::Hard => {
-                let Some(src) = &a.src else { return Outcome::failed("src is required for creating new hardlinks") };
-                s.push_str(&format!(
-                    "t={}; FORCE={}; [ -e \"$t\" ] || fail 'src does not exist'\n\
-                     if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then p=\"${{p%/}}/$(basename -- \"$t\")\"; fi\n\
-                     same() {{ [ \"$(stat -c %d:%i -- \"$p\")\" = \"$(stat -c %d:%i -- \"$t\")\" ]; }}\n\
-                     if [ -L \"$p\" ]; then do_ linked 'ln -fT -- \"$t\" \"$p\"'\n\
-                     elif [ -d \"$p\" ]; then same || fail 'Cannot link: different hard link exists at destination'\n\
-                     elif [ -e \"$p\" ]; then same || {{ \
-                     if [ $FORCE = 0 ]; then [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && fail 'Cannot link, different hard link exists at destination'; \
-                     fail 'Cannot link, file exists at destination'; fi; do_ linked 'ln -fT -- \"$t\" \"$p\"'; }}\n\
-                     else do_ linked 'ln -T -- \"$t\" \"$p\"'; fi\n",
-                    q(src),
-                    force as u8
-                ));
-            }
-        }
-        match state {
-            FileState::Absent => {}
-            // The link's own owner; its mode is its target's, and only when following.
-            FileState::Link => {
-                s.push_str("if [ -L \"$p\" ]; then LINKATTRS=1; attrs \"$p\"; LINKATTRS=0; fi\n");
-                if follow && (mode.is_some() || symbolic.is_some()) {
-                    s.push_str("if [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); MODEONLY=1; attrs \"$p\"; MODEONLY=0; fi\n");
-                }
-            }
-            _ => {
-                s.push_str("attrs \"$p\"; chattrs \"$p\"; settimes \"$p\"\n");
-                if a.recurse == Some(true) {
-                    s.push_str(
-                        "if [ -d \"$p\" ]; then find \"$p\" -mindepth 1 | while IFS= read -r d; do attrs \"$d\"; settimes \"$d\"; done; fi\n",
-                    );
-                }
-            }
-        }
         let out = match cx.sh(&s, None).await {
             Ok(o) => o,
             Err(o) => return o,
@@ -325,6 +170,200 @@ impl Kind for FileArgs {
         }
         o
     }
+}
+
+/// What SFTP alone settles, no script run: a path already as wanted, or a directory made where
+/// its parent is. `None`: the script decides.
+async fn by_sftp(cx: &StepCtx<'_>, a: &FileArgs, state: FileState, mode: Option<u32>) -> Option<Outcome> {
+    // An Ansible touch (it follows links) changes the times every run: the script's.
+    let touch = state == FileState::Touch && a.follow == Some(true);
+    let plain = a.plain() && state != FileState::Hard && !touch && a.owner.is_none() && a.group.is_none();
+    let seen = match plain {
+        true => cx.conn.lstat(&a.path).await,
+        false => None,
+    };
+    // A link to follow (Ansible's file module follows by default) is the script's.
+    let seen = seen.filter(|s| {
+        a.follow != Some(true) || !matches!(s, Ok(Some(i)) if i.kind == crate::transport::PathKind::Link)
+    });
+    if let Some(Ok(info)) = &seen
+        && already_there(a, state, mode, info.as_ref())
+    {
+        return Some(Outcome::ok(""));
+    }
+    // A directory not there yet whose parent is: made over SFTP, no process on the host (a
+    // first run's directories cost a script `mkdir`, `dirname` and `stat` each). Anything
+    // SFTP refuses (no parent, something in the way) goes to the script, which says why.
+    if state == FileState::Directory
+        && matches!(seen, Some(Ok(None)))
+        && !cx.check
+        && !cx.diff
+        && let Some(modes_set) = make_dirs(cx, &a.path, mode).await
+    {
+        // As the script reports it: created once, then the mode of each directory it set.
+        let changes = std::iter::once("created").chain(std::iter::repeat_n("mode", modes_set));
+        return Some(finish(a, changes.map(str::to_string).collect(), false));
+    }
+    None
+}
+
+/// The remote script that checks the path and (unless `check`) applies what differs, saying
+/// what it changed. `Err`: what no script can apply.
+fn script(
+    check: bool,
+    a: &FileArgs,
+    state: FileState,
+    mode: Option<u32>,
+    symbolic: Option<&str>,
+    times: &(Option<Time>, Option<Time>),
+) -> Result<String, &'static str> {
+    let p = shell_quote(&a.path);
+    let follow = a.follow == Some(true);
+    // `do_` runs a change (or only records it in check mode); CHANGED lines are the report.
+    let mut s = format!(
+        "set -e; CHECK={}; p={p}; do_() {{ echo \"CHANGED $1\"; [ $CHECK = 1 ] || eval \"$2\"; }}\n\
+         fail() {{ echo \"$1\" >&2; exit 3; }}\n",
+        check as u8
+    );
+    s.push_str(&attrs_function(mode, symbolic, a.owner.as_deref(), a.group.as_deref()));
+    s.push_str(&chattr_function(a.attributes.as_deref()));
+    s.push_str(&times_function(times));
+    if follow && matches!(state, FileState::File | FileState::Directory | FileState::Touch) {
+        s.push_str("if [ -L \"$p\" ] && [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); fi\n");
+    }
+    // What Ansible's `initial_diff` records: the state found (after following), as DIFF lines.
+    s.push_str(
+        "note() { printf 'DIFF\\t%s\\t%s\\t%s\\n' \"$1\" \"$2\" \"$3\"; }\n\
+         prev=absent; if [ -L \"$p\" ]; then prev=link; elif [ -d \"$p\" ]; then prev=directory; \
+         elif [ -e \"$p\" ]; then prev=file; [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && prev=hard; fi; note state \"$prev\" ''\n",
+    );
+    if state == FileState::Absent {
+        s.push_str(
+            "if [ $prev = directory ]; then find \"$p\" -mindepth 1 -type d | while IFS= read -r d; do note dir \"$d\" ''; done; \
+             find \"$p\" -mindepth 1 ! -type d | while IFS= read -r d; do note file \"$d\" ''; done; fi\n",
+        );
+    }
+    s.push_str(&state_script(a, state)?);
+    match state {
+        FileState::Absent => {}
+        // The link's own owner; its mode is its target's, and only when following.
+        FileState::Link => {
+            s.push_str("if [ -L \"$p\" ]; then LINKATTRS=1; attrs \"$p\"; LINKATTRS=0; fi\n");
+            if follow && (mode.is_some() || symbolic.is_some()) {
+                s.push_str("if [ -e \"$p\" ]; then p=$(readlink -f -- \"$p\"); MODEONLY=1; attrs \"$p\"; MODEONLY=0; fi\n");
+            }
+        }
+        _ => {
+            s.push_str("attrs \"$p\"; chattrs \"$p\"; settimes \"$p\"\n");
+            if a.recurse == Some(true) {
+                s.push_str(
+                    "if [ -d \"$p\" ]; then find \"$p\" -mindepth 1 | while IFS= read -r d; do attrs \"$d\"; settimes \"$d\"; done; fi\n",
+                );
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// The script's part that makes the path the state wanted (or fails saying why not).
+fn state_script(a: &FileArgs, state: FileState) -> Result<String, &'static str> {
+    let q = shell_quote;
+    let force = a.force == Some(true);
+    let mut s = String::new();
+    let created_dirs = "NEW=; c=$p; while [ ! -d \"$c\" ] && [ ! -L \"$c\" ]; do NEW=\"$c\n$NEW\"; c=$(dirname -- \"$c\"); done\n";
+    match state {
+        FileState::Absent => {
+            s.push_str("if [ -e \"$p\" ] || [ -L \"$p\" ]; then do_ removed 'rm -rf -- \"$p\"'; fi\n");
+        }
+        FileState::Directory => {
+            s.push_str(
+                "if [ -L \"$p\" ] || { [ -e \"$p\" ] && [ ! -d \"$p\" ]; }; then \
+                 k=file; [ -L \"$p\" ] && k=link; fail \"$p already exists as a $k\"; fi\n",
+            );
+            // Ansible gives every directory it creates the mode and owner, not the last only.
+            s.push_str(created_dirs);
+            s.push_str("[ -d \"$p\" ] || do_ created 'mkdir -p -- \"$p\"'\n");
+            s.push_str("printf '%s' \"$NEW\" | while IFS= read -r d; do [ \"$d\" = \"$p\" ] || attrs \"$d\"; done\n");
+        }
+        FileState::Touch => {
+            // A file touch made goes again when its attributes cannot be set, as Ansible
+            // removes it then.
+            s.push_str(
+                "trap 'rc=$?; [ $rc = 0 ] || [ \"${TOUCHED:-0}\" = 0 ] || rm -f -- \"$p\"; exit $rc' EXIT\n\
+                 if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then :; else [ -e \"$p\" ] || { do_ created ': > \"$p\"'; TOUCHED=$((1-CHECK)); }; fi\n",
+            );
+        }
+        FileState::File => {
+            s.push_str("if [ ! -e \"$p\" ] && [ ! -L \"$p\" ]; then fail \"file ($p) is absent, cannot continue\"; fi\n");
+            // Without a state, the path's own kind is the state (Ansible's rule).
+            if a.state.is_some() {
+                s.push_str("if [ -d \"$p\" ]; then fail \"file ($p) is directory, cannot continue\"; fi\n");
+            }
+        }
+        FileState::Link => s.push_str(&link_script(a, force)),
+        FileState::Hard => {
+            let Some(src) = &a.src else { return Err("src is required for creating new hardlinks") };
+            s.push_str(&format!(
+                "t={}; FORCE={}; [ -e \"$t\" ] || fail 'src does not exist'\n\
+                 if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then p=\"${{p%/}}/$(basename -- \"$t\")\"; fi\n\
+                 same() {{ [ \"$(stat -c %d:%i -- \"$p\")\" = \"$(stat -c %d:%i -- \"$t\")\" ]; }}\n\
+                 if [ -L \"$p\" ]; then do_ linked 'ln -fT -- \"$t\" \"$p\"'\n\
+                 elif [ -d \"$p\" ]; then same || fail 'Cannot link: different hard link exists at destination'\n\
+                 elif [ -e \"$p\" ]; then same || {{ \
+                 if [ $FORCE = 0 ]; then [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && fail 'Cannot link, different hard link exists at destination'; \
+                 fail 'Cannot link, file exists at destination'; fi; do_ linked 'ln -fT -- \"$t\" \"$p\"'; }}\n\
+                 else do_ linked 'ln -T -- \"$t\" \"$p\"'; fi\n",
+                q(src),
+                force as u8
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// The script's part that makes the path a symbolic link: to `src`, or the link already there.
+fn link_script(a: &FileArgs, force: bool) -> String {
+    let q = shell_quote;
+    let mut s = String::new();
+    match &a.src {
+        Some(src) => s.push_str(&format!("t={}; FORCE={}\n", q(src), force as u8)),
+        // Without src an existing link stays as it is (only its attributes are
+        // set), as Ansible's ensure_symlink keeps it; nothing else can be linked.
+        None => s.push_str(
+            "if [ -L \"$p\" ]; then t=$(readlink -- \"$p\"); FORCE=1; \
+             else fail 'src is required for creating new symlinks'; fi\n",
+        ),
+    }
+    if a.src_without_state == Some(true) {
+        s.push_str(
+            "if [ $prev = hard ]; then fail \"$p is a hard link: give state: hard with src\"; \
+             elif [ $prev != link ]; then fail \"src option requires state to be 'link' or 'hard'\"; fi\n",
+        );
+    }
+    if a.force.is_none() {
+        s.push_str(
+            "if [ \"$(readlink \"$p\" 2>/dev/null)\" != \"$t\" ]; then \
+             if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then fail \"$p is a directory\"; fi; \
+             do_ linked 'ln -sfn -- \"$t\" \"$p\"'; fi\n",
+        );
+    } else {
+        s.push_str(
+            "case \"$t\" in /*) abs=$t;; *) abs=$(dirname -- \"$p\")/$t;; esac\n\
+             if [ $FORCE = 0 ] && [ ! -e \"$abs\" ]; then \
+             fail \"src file does not exist, use \\\"force=yes\\\" if you really want to create the link: $abs\"; fi\n\
+             if [ -L \"$p\" ]; then old=$(readlink -- \"$p\"); [ \"$old\" = \"$t\" ] || { note src \"$old\" \"$t\"; do_ linked 'ln -sfnT -- \"$t\" \"$p\"'; }\n\
+             elif [ -d \"$p\" ]; then \
+             [ $FORCE = 1 ] || fail \"refusing to convert from directory to symlink for $p\"; \
+             [ -z \"$(ls -A -- \"$p\")\" ] || fail \"the directory $p is not empty, refusing to convert it\"; \
+             do_ linked 'rmdir -- \"$p\" && ln -s -- \"$t\" \"$p\"'\n\
+             elif [ -e \"$p\" ]; then \
+             if [ $FORCE = 0 ]; then [ \"$(stat -c %h -- \"$p\")\" -gt 1 ] && fail 'Cannot link because a hard link exists at destination'; \
+             fail 'Cannot link because a file exists at destination'; fi; \
+             do_ linked 'ln -sfT -- \"$t\" \"$p\"'\n\
+             else do_ linked 'ln -s -- \"$t\" \"$p\"'; fi\n",
+        );
+    }
+    s
 }
 
 /// `mkdir -p` over SFTP, each directory it makes given `mode` (as Ansible's `ensure_directory`
