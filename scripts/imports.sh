@@ -13,7 +13,8 @@ import os, re, sys
 # kinds sit below the playbook model, which is derived from their registry (docs/DESIGN.md).
 # A module may use its own layer and the ones below.
 LAYERS = [
-    ["error", "yaml", "descriptors"],  # descriptors: a leaf (open-file limits)
+    # descriptors: a leaf (open-file limits); text: Python's repr and shlex.quote, fnmatch, !unsafe.
+    ["error", "yaml", "text", "descriptors"],
     # A leaf (the Secret type and the naming rule) that the vault and everything above use.
     ["vars::secret"],
     # ansible.cfg and ANSIBLE_*: settings read before any file they point to (the vault reads

@@ -11,8 +11,9 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::Front;
+use super::keywords;
 use super::node::{Key, Kind, Node};
-use super::task::{self, KEYWORDS_NOT_YET};
+use super::task::KEYWORDS_NOT_YET;
 use crate::playbook::{Condition, Enclosing, OneOrMany, Part, Step, and_conditions};
 
 /// Numbers blocks: the engine tells two blocks apart by it, also two copies of one block (a file
@@ -77,27 +78,27 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             "rescue" => parts.push((Part::Rescue, k, v)),
             "always" => parts.push((Part::Always, k, v)),
             "name" => {
-                task::text(f, k, v);
+                keywords::text(f, k, v);
             }
             "when" => {
-                inherited.when = task::condition(f, k, v).and_then(|c| serde_json::from_value(c).ok());
+                inherited.when = keywords::condition(f, k, v).and_then(|c| serde_json::from_value(c).ok());
             }
-            "tags" => inherited.tags = task::names(f, k, v, true).unwrap_or_default(),
-            "become" => inherited.r#become = task::flag(f, k, v),
-            "become_user" => inherited.become_user = task::become_user(f, k, v),
-            "become_method" => inherited.become_method = task::become_method(f, k, v),
-            "vars" => inherited.vars = task::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
-            "ignore_errors" => inherited.ignore_errors = task::flag(f, k, v).unwrap_or(false),
-            "ignore_unreachable" => inherited.ignore_unreachable = task::flag(f, k, v).unwrap_or(false),
-            "run_once" => inherited.run_once = task::flag(f, k, v).unwrap_or(false),
-            "check_mode" => inherited.check_mode = task::flag(f, k, v),
-            "diff" => inherited.diff = task::flag(f, k, v),
-            "no_log" => inherited.no_log = task::flag(f, k, v),
-            "any_errors_fatal" => inherited.any_errors_fatal = task::flag(f, k, v).unwrap_or(false),
-            "delegate_to" => inherited.delegate_to = task::text(f, k, v),
-            "module_defaults" => module_defaults = Some(super::module_defaults(f, k, v)),
+            "tags" => inherited.tags = keywords::names(f, k, v, true).unwrap_or_default(),
+            "become" => inherited.r#become = keywords::flag(f, k, v),
+            "become_user" => inherited.become_user = keywords::become_user(f, k, v),
+            "become_method" => inherited.become_method = keywords::become_method(f, k, v),
+            "vars" => inherited.vars = keywords::vars(f, k, v).map(|m| m.into_iter().collect()).unwrap_or_default(),
+            "ignore_errors" => inherited.ignore_errors = keywords::flag(f, k, v).unwrap_or(false),
+            "ignore_unreachable" => inherited.ignore_unreachable = keywords::flag(f, k, v).unwrap_or(false),
+            "run_once" => inherited.run_once = keywords::flag(f, k, v).unwrap_or(false),
+            "check_mode" => inherited.check_mode = keywords::flag(f, k, v),
+            "diff" => inherited.diff = keywords::flag(f, k, v),
+            "no_log" => inherited.no_log = keywords::flag(f, k, v),
+            "any_errors_fatal" => inherited.any_errors_fatal = keywords::flag(f, k, v).unwrap_or(false),
+            "delegate_to" => inherited.delegate_to = keywords::text(f, k, v),
+            "module_defaults" => module_defaults = Some(keywords::module_defaults(f, k, v)),
             "environment" => {
-                inherited.environment = task::vars(f, k, v)
+                inherited.environment = keywords::vars(f, k, v)
                     .map(|m| {
                         m.into_iter()
                             .map(|(k, v)| {
@@ -115,7 +116,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
                 if handler {
                     f.p.add_key(k, "a handler notifying another is not supported yet".into(), None);
                 } else {
-                    inherited.notify = task::names(f, k, v, false);
+                    inherited.notify = keywords::names(f, k, v, false);
                 }
             }
             _ => {
@@ -137,9 +138,41 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             }
         }
     }
-    let mut steps = Vec::new();
     let pushed = module_defaults.is_some();
     f.p.module_defaults.extend(module_defaults);
+    let steps = parts_steps(f, parts, handler, id);
+    if pushed {
+        f.p.module_defaults.pop();
+    }
+    if f.p.count() != before {
+        return;
+    }
+    // A run_once step that fails in a block with rescue or always: Ansible runs the rescue on
+    // the host it ran on and drops the batch's other hosts without a word (it fails them twice:
+    // as run_once and as any_errors_fatal). Not something to copy.
+    let guarded = steps.iter().any(|s| s.blocks.first().is_some_and(|e| e.part != Part::Block));
+    for mut s in steps {
+        inherit(&inherited, &mut s);
+        if guarded && s.def.run_once && s.lockstep.is_none() {
+            s.lockstep = Some((
+                "run_once in a block with rescue or always is not supported yet".into(),
+                "when it fails, Ansible drops the batch's other hosts silently: run it outside the block".into(),
+            ));
+        }
+        if inherited.any_errors_fatal && s.lockstep.is_none() {
+            s.lockstep = Some((
+                "any_errors_fatal on a block is not supported yet".into(),
+                "Ansible then fails every host of the batch at once, in lock-step: set it on the play".into(),
+            ));
+        }
+        out.push(s);
+    }
+}
+
+/// The steps of the block's parts (`block`, `rescue`, `always`, each at its key), in order,
+/// each marked as held by block `id` in its part.
+fn parts_steps(f: &mut Front, parts: Vec<(Part, &Key, &Node)>, handler: bool, id: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
     for (part, k, v) in parts {
         if handler && part != Part::Block {
             f.p.add_key(
@@ -192,32 +225,7 @@ pub fn block(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
             }
         }
     }
-    if pushed {
-        f.p.module_defaults.pop();
-    }
-    if f.p.count() != before {
-        return;
-    }
-    // A run_once step that fails in a block with rescue or always: Ansible runs the rescue on
-    // the host it ran on and drops the batch's other hosts without a word (it fails them twice:
-    // as run_once and as any_errors_fatal). Not something to copy.
-    let guarded = steps.iter().any(|s| s.blocks.first().is_some_and(|e| e.part != Part::Block));
-    for mut s in steps {
-        inherit(&inherited, &mut s);
-        if guarded && s.def.run_once && s.lockstep.is_none() {
-            s.lockstep = Some((
-                "run_once in a block with rescue or always is not supported yet".into(),
-                "when it fails, Ansible drops the batch's other hosts silently: run it outside the block".into(),
-            ));
-        }
-        if inherited.any_errors_fatal && s.lockstep.is_none() {
-            s.lockstep = Some((
-                "any_errors_fatal on a block is not supported yet".into(),
-                "Ansible then fails every host of the batch at once, in lock-step: set it on the play".into(),
-            ));
-        }
-        out.push(s);
-    }
+    steps
 }
 
 /// `any_errors_fatal` on a play with a block's rescue or always part: Ansible then sends every

@@ -5,13 +5,14 @@
 //! list, `with_sequence`) reads its file once per item, the loop's variables set on that copy's
 //! tasks; what only a dynamic include can do (a templated loop or file name) is refused.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::loops::flatten_once;
 use super::node::{Key, Kind, Node};
 use super::taskfile::{Inherit, candidates, dynamic, shown, tasks_file};
-use super::{Front, Place, known, roles};
+use super::{Front, Place, include_role, known};
 use crate::playbook::Step;
 
 /// The keys that make a task an include.
@@ -89,6 +90,8 @@ pub fn include(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     }
 }
 
+/// An `import_tasks`/`include_tasks` entry (or an `import_role`/`include_role`, to roles.rs) →
+/// the steps of the file it names.
 fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>) {
     let Some(map) = node.as_map() else { return };
     let Some((key, value)) = map.iter().find(|(k, _)| KEYS.contains(&k.name.as_str())) else { return };
@@ -98,121 +101,12 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         return;
     }
     if kind.ends_with("_role") {
-        return roles::include_role(f, node, key, value, handler, out);
+        return include_role::include_role(f, node, key, value, handler, out);
     }
     let before = f.p.count();
-    let mut inherit = Inherit::default();
-    let mut file: Option<(String, usize, usize)> = None;
-    let mut looped: Option<(&Key, Value)> = None;
-    let mut templated_loop: Option<(&Key, &Node)> = None;
-    let mut register: Option<(&Key, &Node)> = None;
-    let mut control: Option<Value> = None;
-    let mut take_file = |f: &mut Front, n: &Node| match &n.kind {
-        Kind::Scalar(Value::String(s)) => file = Some((s.clone(), n.line, n.column)),
-        _ => f.p.add(n.line, n.column, format!("{kind}: a file name, not {}", n.what()), "here", None),
-    };
-    match &value.kind {
-        Kind::Map(m) => {
-            for (k, v) in m {
-                match k.name.as_str() {
-                    "file" => take_file(f, v),
-                    "apply" => {}
-                    _ => f.p.add_key(
-                        k,
-                        format!("{kind}: unknown argument '{}'", k.name),
-                        Some(format!("{kind} takes: file")),
-                    ),
-                }
-            }
-        }
-        _ => take_file(f, value),
-    }
-    for (k, v) in map {
-        // Ansible applies an include's own keywords to the include, which never changes
-        // anything: its `notify` would notify nothing.
-        if k.name == "notify" && kind == "include_tasks" {
-            f.p.add_key(
-                k,
-                "notify on include_tasks notifies nothing (the include itself never changes)".into(),
-                Some("to notify from the included tasks, write apply: {notify: HANDLER}, or use import_tasks".into()),
-            );
-            continue;
-        }
-        if k == key || k.name == "name" || inherit.keyword(f, k, v).is_some() {
-            continue;
-        }
-        match k.name.as_str() {
-            "delegate_to" if kind == "import_tasks" => inherit.delegate_to = super::task::text(f, k, v),
-            "args" => match v.as_map() {
-                Some(m) => {
-                    for (ak, av) in m {
-                        if ak.name == "file" {
-                            take_file(f, av)
-                        } else if ak.name == "apply" {
-                        } else {
-                            f.p.add_key(ak, format!("{kind}: unknown argument '{}'", ak.name), None)
-                        }
-                    }
-                }
-                None => f.p.add_key(k, "args: must be a mapping".into(), None),
-            },
-            n if kind == "include_tasks" && super::task::LOOPS.contains(&n) => match super::task::loop_items(f, k, v) {
-                Some(Value::Array(items)) if looped.is_none() => looped = Some((k, Value::Array(items))),
-                Some(_) if looped.is_some() => {
-                    f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
-                }
-                Some(_) => templated_loop = Some((k, v)),
-                None => {}
-            },
-            "register" if kind == "include_tasks" => register = Some((k, v)),
-            "loop_control" if kind == "include_tasks" => {
-                control = super::task::loop_control(f, k, v, &super::task::own_vars(map));
-            }
-            other => f.p.add_key(
-                k,
-                format!("'{other}' on {kind} is not supported yet"),
-                Some(format!(
-                    "{kind} takes: name, when, tags, become, become_user, check_mode, environment, notify, vars"
-                )),
-            ),
-        }
-    }
-    // A templated loop: its items when the playbook's variables tell them now; one that reads
-    // anything else runs never where the include's `when` is a literal false (Ansible then skips
-    // the include without its loop); anything else is a dynamic include.
-    let mut skipped_whole = false;
-    // A loop the inventory decides (its group_vars, host_vars): its most items on any host.
-    let mut by_host: Option<(&Key, String, usize)> = None;
-    if let Some((k, v)) = templated_loop {
-        let scope: Map<String, Value> = inherit.vars.clone();
-        let known = v.as_str().and_then(|t| known::with(f, scope.clone(), |f| known::items(f, t, (v.line, v.column))));
-        let expr = v.as_str().and_then(super::task::lone_expression).map(|e| match k.name.as_str() {
-            "with_items" => format!("({e}) | with_items_flatten"),
-            _ => format!("({e})"),
-        });
-        let most = match (&known, &expr) {
-            (None, Some(e)) if !handler && matches!(k.name.as_str(), "loop" | "with_items") => {
-                known::with(f, scope, |f| known::most_items_on_hosts(f, e))
-            }
-            _ => None,
-        };
-        match known {
-            Some(items) if looped.is_none() => {
-                let items = if k.name == "with_items" { flatten_once(items) } else { items };
-                looped = Some((k, Value::Array(items)));
-            }
-            Some(_) => f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None),
-            None if inherit.when.iter().any(|w| w.trim() == "false") => skipped_whole = true,
-            None if looped.is_none() && most.is_some() => {
-                by_host = Some((k, expr.unwrap_or_default(), most.unwrap_or_default()));
-            }
-            None => f.p.add_key(
-                k,
-                format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
-                Some("copctl reads every task when the playbook is loaded: loop over a list written there or in the play's vars, or put the loop on the included tasks".into()),
-            ),
-        }
-    }
+    let mut e = Entry::read(f, map, key, value, kind);
+    let (skipped_whole, by_host) = e.templated_loop(f, handler);
+    let Entry { inherit, file, looped, register, control, .. } = e;
     if let (Some((k, _)), false) = (register, skipped_whole) {
         f.p.add_key(
             k,
@@ -224,15 +118,7 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         if f.p.count() != before {
             return;
         }
-        let start = out.len();
-        dynamic(f, node, key, inherit, start, out);
-        if let (Some(s), Some((k, v))) = (out.get_mut(start), register) {
-            match v.as_str() {
-                Some(name) => s.def.register = Some(name.to_string()),
-                None => f.p.add_key(k, format!("register: a variable's name, not {}", v.what()), None),
-            }
-        }
-        return;
+        return skipped_include(f, node, key, inherit, register, out);
     }
     let Some((rel, line, column)) = file else {
         if f.p.count() == before {
@@ -244,6 +130,7 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     if kind == "include_tasks" && !handler && looped.is_none() && rel.contains("{{") && f.p.count() == before {
         return super::chosen::include(f, node, key, inherit, (&rel, line, column), out);
     }
+    let loop_control_unread = control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control");
     // A file named by the loop's item (`include_tasks: "{{ item }}"` over a list known now):
     // each item's file, included for that item.
     if (rel.contains("{{") || rel.contains("{%"))
@@ -253,67 +140,16 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         && f.p.count() == before
         && let Some((lk, Value::Array(items))) = &looped
     {
-        let text = |k: &str| control.as_ref().and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string);
-        let var = text("loop_var").unwrap_or_else(|| "item".into());
-        let mut files = Vec::new();
-        for item in items {
-            let mut vars = inherit.vars.clone();
-            vars.insert(var.clone(), item.clone());
-            let name = known::with(f, vars, |f| known::text(f, &rel, (line, column)));
-            let Some(name) = name.filter(|n| !n.contains("{{") && !n.contains("{%")) else {
-                f.p.add(
-                    line,
-                    column,
-                    format!("{kind}: the file name '{rel}' reads what is known only when the play runs"),
-                    "here",
-                    Some(
-                        "copctl reads every task when the playbook is loaded: name the files in the loop's items"
-                            .into(),
-                    ),
-                );
-                return;
-            };
-            let tried = candidates(f, &name);
-            let Some(path) = tried.iter().find(|p| p.is_file()).cloned() else {
-                let list = tried.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
-                f.p.add(
-                    line,
-                    column,
-                    format!("{kind}: {name} not found"),
-                    "this file",
-                    Some(format!("looked for {list}")),
-                );
-                return;
-            };
-            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-            let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
-            files.push((path, Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() }));
-        }
-        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+        let Some(files) = files_by_item(f, kind, &inherit, control.as_ref(), items, (&rel, line, column)) else {
+            return;
+        };
+        if loop_control_unread {
             return;
         }
         let (lk, items) = (*lk, items.clone());
         return looped_include(f, node, key, (lk, &items), control.as_ref(), inherit, (&files, line, column), out);
     }
-    if rel.contains("{{") || rel.contains("{%") {
-        f.p.add(
-            line,
-            column,
-            format!("{kind}: a templated file name ('{rel}') is not supported"),
-            "here",
-            Some("copctl reads every task when the playbook is loaded: name the file".into()),
-        );
-        return;
-    }
-    if f.p.count() != before {
-        return;
-    }
-    let tried = candidates(f, &rel);
-    let Some(path) = tried.iter().find(|p| p.is_file()).cloned() else {
-        let list = tried.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
-        f.p.add(line, column, format!("{kind}: {rel} not found"), "this file", Some(format!("looked for {list}")));
-        return;
-    };
+    let Some(path) = file_path(f, kind, (&rel, line, column), before) else { return };
     if handler && kind == "include_tasks" && looped.is_some() {
         f.p.add_key(key, "include_tasks with a loop in handlers is not supported yet".into(), None);
         return;
@@ -323,7 +159,7 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
     let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
     if let Some((lk, expr, most)) = by_host {
-        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+        if loop_control_unread {
             return;
         }
         return looped_by_host(
@@ -339,7 +175,7 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         );
     }
     if let Some((lk, Value::Array(items))) = looped {
-        if control.is_none() && map.iter().any(|(k, _)| k.name == "loop_control") {
+        if loop_control_unread {
             return;
         }
         let files = vec![(path, place); items.len()];
@@ -349,36 +185,289 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
         f.p.add_key(c, "loop_control without a loop".into(), None);
         return;
     }
+    if handler && kind == "include_tasks" {
+        return handler_include(f, node, key, inherit, (&path, line, column), place, out);
+    }
     let start = out.len();
     f.include_tags.push(inherit.tags.clone());
-    if handler && kind == "include_tasks" {
-        // A handler that includes tasks: the include (named as the handler) and the file's
-        // tasks, which the handler's name finds as a topic, in order.
-        let flushes = f.flush_before.len();
-        known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, false, out));
-        if f.flush_pending.take().is_some() || f.flush_before.len() != flushes {
-            f.flush_before.truncate(flushes);
-            f.p.add_key(key, "meta: flush_handlers in a handler's included tasks: Ansible refuses it".into(), None);
-        }
-        f.include_tags.pop();
-        dynamic(f, node, key, inherit, start, out);
-        let Some(handler_name) = out.get(start).map(|s| s.name.clone()) else { return };
-        for s in &mut out[start + 1..] {
-            s.name = format!("{handler_name} › {}", s.name);
-            s.def.name = Some(s.name.clone());
-        }
-        for s in &out[start + 1..] {
-            let id = super::ident(f, s);
-            f.listening.push((s.name.clone(), id, vec![handler_name.clone()]));
-        }
-        return;
-    }
     known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, handler, out));
     f.include_tags.pop();
     if kind == "include_tasks" {
         dynamic(f, node, key, inherit, start, out);
     } else {
         inherit.apply(&mut out[start..]);
+    }
+}
+
+/// An `import_tasks`/`include_tasks` entry as read: the keywords its tasks inherit, the file
+/// it names (where), its loop (literal items, or templated), `register` and `loop_control`.
+struct Entry<'n> {
+    kind: &'n str,
+    inherit: Inherit,
+    file: Option<(String, usize, usize)>,
+    looped: Option<(&'n Key, Value)>,
+    templated_loop: Option<(&'n Key, &'n Node)>,
+    register: Option<(&'n Key, &'n Node)>,
+    control: Option<Value>,
+}
+
+impl<'n> Entry<'n> {
+    /// The entry's keys (`map`; `key: value` the include itself, `kind` its short name).
+    fn read(f: &mut Front, map: &'n [(Key, Node)], key: &'n Key, value: &'n Node, kind: &'n str) -> Entry<'n> {
+        let mut e = Entry {
+            kind,
+            inherit: Inherit::default(),
+            file: None,
+            looped: None,
+            templated_loop: None,
+            register: None,
+            control: None,
+        };
+        match &value.kind {
+            Kind::Map(m) => {
+                for (k, v) in m {
+                    match k.name.as_str() {
+                        "file" => e.take_file(f, v),
+                        "apply" => {}
+                        _ => f.p.add_key(
+                            k,
+                            format!("{kind}: unknown argument '{}'", k.name),
+                            Some(format!("{kind} takes: file")),
+                        ),
+                    }
+                }
+            }
+            _ => e.take_file(f, value),
+        }
+        for (k, v) in map {
+            // Ansible applies an include's own keywords to the include, which never changes
+            // anything: its `notify` would notify nothing.
+            if k.name == "notify" && kind == "include_tasks" {
+                f.p.add_key(
+                    k,
+                    "notify on include_tasks notifies nothing (the include itself never changes)".into(),
+                    Some(
+                        "to notify from the included tasks, write apply: {notify: HANDLER}, or use import_tasks".into(),
+                    ),
+                );
+                continue;
+            }
+            if k == key || k.name == "name" || e.inherit.keyword(f, k, v).is_some() {
+                continue;
+            }
+            e.keyword(f, map, k, v);
+        }
+        e
+    }
+
+    /// The include's file, named by `n`.
+    fn take_file(&mut self, f: &mut Front, n: &Node) {
+        match &n.kind {
+            Kind::Scalar(Value::String(s)) => self.file = Some((s.clone(), n.line, n.column)),
+            _ => f.p.add(n.line, n.column, format!("{}: a file name, not {}", self.kind, n.what()), "here", None),
+        }
+    }
+
+    /// One of the entry's keys that is not a keyword its tasks inherit.
+    fn keyword(&mut self, f: &mut Front, map: &'n [(Key, Node)], k: &'n Key, v: &'n Node) {
+        let kind = self.kind;
+        match k.name.as_str() {
+            "delegate_to" if kind == "import_tasks" => self.inherit.delegate_to = super::keywords::text(f, k, v),
+            "args" => match v.as_map() {
+                Some(m) => {
+                    for (ak, av) in m {
+                        if ak.name == "file" {
+                            self.take_file(f, av)
+                        } else if ak.name == "apply" {
+                        } else {
+                            f.p.add_key(ak, format!("{kind}: unknown argument '{}'", ak.name), None)
+                        }
+                    }
+                }
+                None => f.p.add_key(k, "args: must be a mapping".into(), None),
+            },
+            n if kind == "include_tasks" && super::loops::LOOPS.contains(&n) => {
+                match super::loops::loop_items(f, k, v) {
+                    Some(Value::Array(items)) if self.looped.is_none() => self.looped = Some((k, Value::Array(items))),
+                    Some(_) if self.looped.is_some() => {
+                        f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
+                    }
+                    Some(_) => self.templated_loop = Some((k, v)),
+                    None => {}
+                }
+            }
+            "register" if kind == "include_tasks" => self.register = Some((k, v)),
+            "loop_control" if kind == "include_tasks" => {
+                self.control = super::loops::loop_control(f, k, v, &super::loops::own_vars(map));
+            }
+            other => f.p.add_key(
+                k,
+                format!("'{other}' on {kind} is not supported yet"),
+                Some(format!(
+                    "{kind} takes: name, when, tags, become, become_user, check_mode, environment, notify, vars"
+                )),
+            ),
+        }
+    }
+
+    /// A templated loop: its items when the playbook's variables tell them now; one that reads
+    /// anything else runs never where the include's `when` is a literal false (Ansible then
+    /// skips the include without its loop: the `bool`); anything else is a dynamic include.
+    /// A loop the inventory decides (its group_vars, host_vars): its most items on any host.
+    fn templated_loop(&mut self, f: &mut Front, handler: bool) -> (bool, Option<(&'n Key, String, usize)>) {
+        let mut skipped_whole = false;
+        let mut by_host: Option<(&Key, String, usize)> = None;
+        if let Some((k, v)) = self.templated_loop {
+            let scope: Map<String, Value> = self.inherit.vars.clone();
+            let known =
+                v.as_str().and_then(|t| known::with(f, scope.clone(), |f| known::items(f, t, (v.line, v.column))));
+            let expr = v.as_str().and_then(super::loops::lone_expression).map(|e| match k.name.as_str() {
+                "with_items" => format!("({e}) | with_items_flatten"),
+                _ => format!("({e})"),
+            });
+            let most = match (&known, &expr) {
+                (None, Some(e)) if !handler && matches!(k.name.as_str(), "loop" | "with_items") => {
+                    known::with(f, scope, |f| known::most_items_on_hosts(f, e))
+                }
+                _ => None,
+            };
+            match known {
+                Some(items) if self.looped.is_none() => {
+                    let items = if k.name == "with_items" { flatten_once(items) } else { items };
+                    self.looped = Some((k, Value::Array(items)));
+                }
+                Some(_) => f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None),
+                None if self.inherit.when.iter().any(|w| w.trim() == "false") => skipped_whole = true,
+                None if self.looped.is_none() && most.is_some() => {
+                    by_host = Some((k, expr.unwrap_or_default(), most.unwrap_or_default()));
+                }
+                None => f.p.add_key(
+                    k,
+                    format!("include_tasks with a templated {} (a dynamic include) is not supported", k.name),
+                    Some("copctl reads every task when the playbook is loaded: loop over a list written there or in the play's vars, or put the loop on the included tasks".into()),
+                ),
+            }
+        }
+        (skipped_whole, by_host)
+    }
+}
+
+/// The file an include names (`rel`, at `line`, `column`), found as Ansible finds it; `None`
+/// where the name is templated or the file is not found (reported), or where the entry had
+/// problems already (more than `before`).
+fn file_path(f: &mut Front, kind: &str, (rel, line, column): (&str, usize, usize), before: usize) -> Option<PathBuf> {
+    if rel.contains("{{") || rel.contains("{%") {
+        f.p.add(
+            line,
+            column,
+            format!("{kind}: a templated file name ('{rel}') is not supported"),
+            "here",
+            Some("copctl reads every task when the playbook is loaded: name the file".into()),
+        );
+        return None;
+    }
+    if f.p.count() != before {
+        return None;
+    }
+    let tried = candidates(f, rel);
+    let Some(path) = tried.iter().find(|p| p.is_file()).cloned() else {
+        let list = tried.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
+        f.p.add(line, column, format!("{kind}: {rel} not found"), "this file", Some(format!("looked for {list}")));
+        return None;
+    };
+    Some(path)
+}
+
+/// The file of each of the loop's `items` (the file name `rel` templated from the item, at
+/// `line`, `column`) and where its tasks are read from; `None` where one is not found or the
+/// name reads what is known only when the play runs (reported).
+fn files_by_item(
+    f: &mut Front,
+    kind: &str,
+    inherit: &Inherit,
+    control: Option<&Value>,
+    items: &[Value],
+    (rel, line, column): (&str, usize, usize),
+) -> Option<Vec<(PathBuf, Place)>> {
+    let text = |k: &str| control.and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string);
+    let var = text("loop_var").unwrap_or_else(|| "item".into());
+    let mut files = Vec::new();
+    for item in items {
+        let mut vars = inherit.vars.clone();
+        vars.insert(var.clone(), item.clone());
+        let name = known::with(f, vars, |f| known::text(f, rel, (line, column)));
+        let Some(name) = name.filter(|n| !n.contains("{{") && !n.contains("{%")) else {
+            f.p.add(
+                line,
+                column,
+                format!("{kind}: the file name '{rel}' reads what is known only when the play runs"),
+                "here",
+                Some("copctl reads every task when the playbook is loaded: name the files in the loop's items".into()),
+            );
+            return None;
+        };
+        let tried = candidates(f, &name);
+        let Some(path) = tried.iter().find(|p| p.is_file()).cloned() else {
+            let list = tried.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ");
+            f.p.add(line, column, format!("{kind}: {name} not found"), "this file", Some(format!("looked for {list}")));
+            return None;
+        };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
+        files.push((path, Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() }));
+    }
+    Some(files)
+}
+
+/// An include whose literal `when: false` skips it, loop and all: the step standing for it,
+/// which keeps its `register` (Ansible registers the skip).
+fn skipped_include(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    register: Option<(&Key, &Node)>,
+    out: &mut Vec<Step>,
+) {
+    let start = out.len();
+    dynamic(f, node, key, inherit, start, out);
+    if let (Some(s), Some((k, v))) = (out.get_mut(start), register) {
+        match v.as_str() {
+            Some(name) => s.def.register = Some(name.to_string()),
+            None => f.p.add_key(k, format!("register: a variable's name, not {}", v.what()), None),
+        }
+    }
+}
+
+/// A handler that includes tasks: the include (named as the handler) and the file's tasks,
+/// which the handler's name finds as a topic, in order.
+fn handler_include(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    (path, line, column): (&Path, usize, usize),
+    place: Place,
+    out: &mut Vec<Step>,
+) {
+    let start = out.len();
+    f.include_tags.push(inherit.tags.clone());
+    let flushes = f.flush_before.len();
+    known::with(f, inherit.scope(), |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
+    if f.flush_pending.take().is_some() || f.flush_before.len() != flushes {
+        f.flush_before.truncate(flushes);
+        f.p.add_key(key, "meta: flush_handlers in a handler's included tasks: Ansible refuses it".into(), None);
+    }
+    f.include_tags.pop();
+    dynamic(f, node, key, inherit, start, out);
+    let Some(handler_name) = out.get(start).map(|s| s.name.clone()) else { return };
+    for s in &mut out[start + 1..] {
+        s.name = format!("{handler_name} › {}", s.name);
+        s.def.name = Some(s.name.clone());
+    }
+    for s in &out[start + 1..] {
+        let id = super::ident(f, s);
+        f.listening.push((s.name.clone(), id, vec![handler_name.clone()]));
     }
 }
 
@@ -394,7 +483,7 @@ fn looped_include(
     (lk, items): (&Key, &[Value]),
     control: Option<&Value>,
     inherit: Inherit,
-    (files, line, column): (&[(std::path::PathBuf, Place)], usize, usize),
+    (files, line, column): (&[(PathBuf, Place)], usize, usize),
     out: &mut Vec<Step>,
 ) {
     if items.is_empty() {
@@ -516,9 +605,4 @@ fn looped_by_host(
     skipped.when.push("false".into());
     dynamic(f, node, key, skipped, from, out);
     gate(f, format!("({expr}) | length == 0"), "include_tasks: no items".into(), from, out);
-}
-
-/// `with_items`' items: each list among them spread into the others, as Ansible flattens them.
-pub(super) fn flatten_once(items: Vec<Value>) -> Vec<Value> {
-    items.into_iter().flat_map(|x| if let Value::Array(a) = x { a } else { vec![x] }).collect()
 }

@@ -65,7 +65,7 @@ fn render(f: &mut Front, text: &str, (line, column): (usize, usize), expression:
     let all = scope(f);
     let templates = f.templates.get_or_insert_with(|| crate::template::Templates::new(None));
     let ctx = templates.context(&all);
-    let lone = super::task::lone_expression(text).is_some();
+    let lone = super::loops::lone_expression(text).is_some();
     let value = if expression && lone {
         let v = crate::template::loading(|| templates.eval(text, &ctx)).ok()?;
         if v.is_undefined() {

@@ -2,14 +2,15 @@
 //! loaded into the steps they stand for. A role is found as Ansible finds it (`roles/` beside
 //! the playbook, ansible.cfg's roles_path, the name as a path); its `meta/main.yml` dependencies
 //! run before it, once per play; its defaults become the playbook's (lowest) variables, its
-//! vars and parameters each task's own; its handlers join the play's.
+//! vars and parameters each task's own; its handlers join the play's. A task's
+//! `import_role`/`include_role` is read in include_role.rs, which expands the role here.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::node::{Key, Kind, Node};
-use super::taskfile::{self as include, Inherit};
+use super::taskfile::{self, Inherit};
 use super::{Front, Place, known};
 use crate::error::Source;
 use crate::playbook::Step;
@@ -17,28 +18,28 @@ use crate::template::is_template;
 
 /// A role as a play, a dependency or a task names it.
 #[derive(Clone)]
-struct Spec {
-    name: String,
+pub(super) struct Spec {
+    pub(super) name: String,
     /// Where it is named (line, column, length), in the current file.
-    at: (usize, usize, usize),
-    tasks_from: Option<String>,
+    pub(super) at: (usize, usize, usize),
+    pub(super) tasks_from: Option<String>,
     /// `vars_from`, `defaults_from`, `handlers_from`: a role's other files than main.yml.
-    vars_from: Option<String>,
-    defaults_from: Option<String>,
-    handlers_from: Option<String>,
+    pub(super) vars_from: Option<String>,
+    pub(super) defaults_from: Option<String>,
+    pub(super) handlers_from: Option<String>,
     /// `when`, `tags`, `become`: for every task of the role and of its dependencies.
-    keywords: Inherit,
+    pub(super) keywords: Inherit,
     /// Variables and parameters for the role's own tasks and handlers.
-    vars: Inherit,
+    pub(super) vars: Inherit,
     /// A play's roles and dependencies run once per play (unless `allow_duplicates`).
-    once: bool,
+    pub(super) once: bool,
 }
 
 /// What a template in a role's name or `tasks_from` may read.
-const KNOWN_HELP: &str = "copctl expands roles when the playbook is loaded: only the play's vars, the task's vars and a loop's item are known then";
+pub(super) const KNOWN_HELP: &str = "copctl expands roles when the playbook is loaded: only the play's vars, the task's vars and a loop's item are known then";
 
 /// Arguments of `import_role`/`include_role` copctl does not take yet.
-const ROLE_ARGS_NOT_YET: &[&str] = &["apply", "public", "allow_duplicates", "rolespec_validate"];
+pub(super) const ROLE_ARGS_NOT_YET: &[&str] = &["apply", "public", "allow_duplicates", "rolespec_validate"];
 
 /// A play's `roles:` → their steps, in order, into `out`.
 pub fn play_roles(f: &mut Front, k: &Key, v: &Node, out: &mut Vec<Step>) {
@@ -148,305 +149,9 @@ fn entry(f: &mut Front, item: &Node) -> Option<Spec> {
     (!spec.name.is_empty()).then_some(spec)
 }
 
-/// `import_role`/`include_role` (a task) → the role's steps.
-pub fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, handler: bool, out: &mut Vec<Step>) {
-    let kind = key.name.rsplit('.').next().unwrap_or(&key.name).to_string();
-    let before = f.p.count();
-    if handler {
-        f.p.add_key(key, format!("{kind} in handlers is not supported yet"), None);
-        return;
-    }
-    let mut spec = Spec {
-        name: String::new(),
-        at: (key.line, key.column, key.name.len()),
-        tasks_from: None,
-        vars_from: None,
-        defaults_from: None,
-        handlers_from: None,
-        keywords: Inherit::default(),
-        vars: Inherit::default(),
-        once: false,
-    };
-    match value.as_map() {
-        Some(m) => {
-            for (k, v) in m {
-                match (k.name.as_str(), v.as_str()) {
-                    ("name" | "role", Some(s)) => {
-                        spec.name = s.to_string();
-                        spec.at = (v.line, v.column, s.len());
-                    }
-                    ("tasks_from", Some(s)) => spec.tasks_from = Some(s.to_string()),
-                    ("vars_from", Some(s)) => spec.vars_from = Some(s.to_string()),
-                    ("defaults_from", Some(s)) => spec.defaults_from = Some(s.to_string()),
-                    ("handlers_from", Some(s)) => spec.handlers_from = Some(s.to_string()),
-                    ("name" | "role" | "tasks_from" | "vars_from" | "defaults_from" | "handlers_from", None) => {
-                        f.p.add_key(k, format!("{kind}: {} must be text, not {}", k.name, v.what()), None)
-                    }
-                    (n, _) if ROLE_ARGS_NOT_YET.contains(&n) => {
-                        f.p.add_key(k, format!("{kind}: {n} is not supported yet"), None)
-                    }
-                    (n, _) => f.p.add_key(
-                        k,
-                        format!("{kind}: unknown argument '{n}'"),
-                        Some(format!("{kind} takes: name, tasks_from, vars_from, defaults_from, handlers_from")),
-                    ),
-                }
-            }
-        }
-        // The `name=ROLE handlers_from=FILE` form, split as Ansible's k=v arguments.
-        None if value.as_str().is_some_and(|t| t.contains('=')) => {
-            let text = value.as_str().unwrap_or_default();
-            let (kv, raw) = super::split::parse_kv(text, None);
-            let here = |f: &mut Front, m: String, help: Option<String>| {
-                f.p.add_len(value.line, value.column, text.len(), m, "here", help)
-            };
-            if !raw.trim().is_empty() {
-                here(f, format!("{kind}: '{}' is not an argument (name=ROLE)", raw.trim()), None);
-            }
-            for (k, v) in kv {
-                match k.as_str() {
-                    "name" | "role" => {
-                        spec.name = v;
-                        spec.at = (value.line, value.column, text.len());
-                    }
-                    "tasks_from" => spec.tasks_from = Some(v),
-                    "vars_from" => spec.vars_from = Some(v),
-                    "defaults_from" => spec.defaults_from = Some(v),
-                    "handlers_from" => spec.handlers_from = Some(v),
-                    n if ROLE_ARGS_NOT_YET.contains(&n) => here(f, format!("{kind}: {n} is not supported yet"), None),
-                    n => here(
-                        f,
-                        format!("{kind}: unknown argument '{n}'"),
-                        Some(format!("{kind} takes: name, tasks_from, vars_from, defaults_from, handlers_from")),
-                    ),
-                }
-            }
-        }
-        None => f.p.add_key(
-            key,
-            format!("{kind}: a mapping with the role's name, not {}", value.what()),
-            Some(format!("write {kind}: {{name: ROLE}}")),
-        ),
-    }
-    let mut looped: Option<(&Key, &Node)> = None;
-    for (k, v) in node.as_map().unwrap_or_default() {
-        if k == key || k.name == "name" {
-            continue;
-        }
-        match k.name.as_str() {
-            "when" | "tags" | "become" => {
-                spec.keywords.keyword(f, k, v);
-            }
-            "delegate_to" if kind == "import_role" => spec.keywords.delegate_to = super::task::text(f, k, v),
-            // An import's keywords are each of its tasks', as Ansible's static import gives them.
-            "environment" | "become_user" | "check_mode" | "notify" if kind == "import_role" => {
-                spec.keywords.keyword(f, k, v);
-            }
-            "vars" => {
-                spec.vars.keyword(f, k, v);
-            }
-            "loop" | "with_items" | "with_list" if kind == "include_role" && looped.is_none() => looped = Some((k, v)),
-            "loop" | "with_items" | "with_list" if kind == "include_role" => {
-                f.p.add_key(k, "a task loops once: one of loop or a with_ keyword".into(), None)
-            }
-            "loop_control" if kind == "include_role" => f.p.add_key(
-                k,
-                "include_role with loop_control is not supported yet".into(),
-                Some("loop over the role with the loop variable `item`".into()),
-            ),
-            other => f.p.add_key(
-                k,
-                format!("'{other}' on {kind} is not supported yet"),
-                Some(if kind == "import_role" {
-                    "import_role takes: name, when, tags, become, become_user, check_mode, environment, notify, delegate_to, vars".to_string()
-                } else {
-                    "include_role takes: name, when, tags, become, vars".to_string()
-                }),
-            ),
-        }
-    }
-    if spec.name.is_empty() && f.p.count() == before {
-        f.p.add_key(key, format!("{kind}: which role?"), Some(format!("write {kind}: {{name: ROLE}}")));
-    }
-    if f.p.count() != before {
-        return;
-    }
-    let Some((lk, lv)) = looped else {
-        let mut spec = spec;
-        if kind == "include_role" && is_template(&spec.name) {
-            let (l, c, _) = spec.at;
-            match known::with(f, spec.vars.scope(), |f| known::text(f, &spec.name, (l, c))) {
-                Some(name) => spec.name = name,
-                None => return chosen_role(f, node, key, spec, out),
-            }
-        }
-        let Some(spec) = resolved(f, &kind, spec) else { return };
-        if kind == "include_role" {
-            let start = out.len();
-            let mut spec = spec;
-            let keywords = std::mem::take(&mut spec.keywords);
-            let public = std::mem::replace(&mut f.public_roles, false);
-            role(f, spec, out);
-            f.public_roles = public;
-            include::dynamic(f, node, key, keywords, start, out);
-        } else {
-            let public = std::mem::replace(&mut f.public_roles, true);
-            role(f, spec, out);
-            f.public_roles = public;
-        }
-        return;
-    };
-    // A loop known when the playbook is loaded: the role once per item, the item (`item`,
-    // `ansible_loop_var`) among its parameters, as Ansible's include_role passes it.
-    let items = match super::task::loop_items(f, lk, lv) {
-        Some(Value::Array(items)) => Some(items),
-        Some(Value::String(t)) => {
-            let scope = spec.vars.scope();
-            known::with(f, scope, |f| known::items(f, &t, (lv.line, lv.column)))
-                .map(|i| if lk.name == "with_items" { super::include::flatten_once(i) } else { i })
-        }
-        Some(_) => None,
-        None => return,
-    };
-    let Some(items) = items else {
-        // A loop the inventory decides: the role as many times as its longest list on a host,
-        // copy i where the loop has an i-th item (include.rs does the same for task files).
-        let expr = lv.as_str().and_then(super::task::lone_expression).map(|e| match lk.name.as_str() {
-            "with_items" => format!("({e}) | with_items_flatten"),
-            _ => format!("({e})"),
-        });
-        let most = match &expr {
-            Some(e) if kind == "include_role" && lk.name != "with_list" => {
-                known::with(f, spec.vars.scope(), |f| known::most_items_on_hosts(f, e))
-            }
-            _ => None,
-        };
-        let (Some(expr), Some(most)) = (expr, most) else {
-            f.p.add_key(
-                lk,
-                format!("include_role with a templated {} (a dynamic include) is not supported", lk.name),
-                Some(format!("{KNOWN_HELP}, or a list the inventory gives; or put the loop on the role's tasks")),
-            );
-            return;
-        };
-        let at = (key.line, key.column);
-        for index in 0..most {
-            let mut each = spec.clone();
-            each.vars.params.insert("item".into(), Value::from(format!("{{{{ ({expr})[{index}] }}}}")));
-            each.vars.params.insert("ansible_loop_var".into(), Value::from("item"));
-            let Some(mut each) = resolved(f, &kind, each) else { return };
-            let from = out.len();
-            let keywords = std::mem::take(&mut each.keywords);
-            role(f, each, out);
-            include::dynamic(f, node, key, keywords, from, out);
-            let cond = format!("({expr}) | length > {index}");
-            Inherit { when: vec![cond.clone()], ..Inherit::default() }.apply(&mut out[from..]);
-            super::chosen::gate_before(
-                f,
-                cond,
-                format!("include_role: item {index}, where there is one"),
-                from,
-                at,
-                out,
-            );
-        }
-        let from = out.len();
-        let mut skipped = spec.keywords.clone();
-        skipped.when.push("false".into());
-        include::dynamic(f, node, key, skipped, from, out);
-        super::chosen::gate_before(
-            f,
-            format!("({expr}) | length == 0"),
-            "include_role: no items".into(),
-            from,
-            at,
-            out,
-        );
-        return;
-    };
-    if items.is_empty() {
-        let mut skipped = spec.keywords.clone();
-        skipped.when.push("false".into());
-        include::dynamic(f, node, key, skipped, out.len(), out);
-        return;
-    }
-    for item in items {
-        let mut each = spec.clone();
-        each.vars.params.insert("item".into(), item);
-        each.vars.params.insert("ansible_loop_var".into(), Value::from("item"));
-        let Some(mut each) = resolved(f, &kind, each) else { return };
-        let start = out.len();
-        let keywords = std::mem::take(&mut each.keywords);
-        role(f, each, out);
-        include::dynamic(f, node, key, keywords, start, out);
-    }
-}
-
-/// `include_role` of a role named from what differs per host (a host variable the inventory
-/// sets, or a fact in part of the name): each role the name can give, behind its gate
-/// (chosen.rs).
-fn chosen_role(f: &mut Front, node: &Node, key: &Key, mut spec: Spec, out: &mut Vec<Step>) {
-    let template = spec.name.clone();
-    let (l, c, n) = spec.at;
-    let name = super::chosen::parse(&template).filter(|x| x.pattern.is_some() || x.lone.is_some());
-    let Some(name) = name else {
-        let m = format!("include_role: a templated role name ('{template}') is not supported");
-        f.p.add_len(l, c, n, m, "here", Some(format!("{KNOWN_HELP}, or a variable the inventory sets")));
-        return;
-    };
-    let (names, looked) = match (&name.lone, &name.pattern) {
-        (Some(var), _) => (super::chosen::inventory_values(f, var), format!("the inventory's values of {var}")),
-        (None, Some((re, depth))) => {
-            let paths = search_paths(f);
-            let mut found: Vec<String> = Vec::new();
-            for d in &paths {
-                let mut here = Vec::new();
-                super::chosen::matching(d, "", *depth, re, true, &mut here);
-                found.extend(here.into_iter().map(|(r, _)| r).filter(|r| !found.contains(r)).collect::<Vec<_>>());
-            }
-            let list = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-            (found, format!("the roles in {list}"))
-        }
-        (None, None) => (Vec::new(), String::new()),
-    };
-    if names.is_empty() {
-        let m = match &name.lone {
-            Some(var) => format!("include_role: the role's name is {var}, which the inventory does not set"),
-            None => format!("include_role: no role matches '{template}'"),
-        };
-        f.p.add_len(
-            l,
-            c,
-            n,
-            m,
-            "here",
-            Some(format!("looked at {looked}; {KNOWN_HELP}, or a variable the inventory sets")),
-        );
-        return;
-    }
-    let keywords = std::mem::take(&mut spec.keywords);
-    let read = |f: &mut Front, name: &str, out: &mut Vec<Step>| {
-        let mut each = spec.clone();
-        each.name = name.to_string();
-        if let Some(each) = resolved(f, "include_role", each) {
-            role(f, each, out);
-        }
-    };
-    super::chosen::gated(
-        f,
-        node,
-        key,
-        keywords,
-        ("include_role", &template, (l, c)),
-        (&name.expr, &names, &looked),
-        read,
-        out,
-    );
-}
-
 /// `spec` with its name and `tasks_from` rendered where they are templates of what is known
 /// when the playbook is loaded (known.rs); `None` (reported) where they read anything else.
-fn resolved(f: &mut Front, kind: &str, mut spec: Spec) -> Option<Spec> {
+pub(super) fn resolved(f: &mut Front, kind: &str, mut spec: Spec) -> Option<Spec> {
     let (l, c, n) = spec.at;
     let scope = spec.vars.scope();
     if is_template(&spec.name) {
@@ -480,7 +185,7 @@ fn default_roles_path() -> Vec<PathBuf> {
 
 /// Where the role `name` is looked for, in Ansible's order: `roles/` beside the playbook,
 /// roles_path, the depending role's directory, the playbook's directory.
-fn search_paths(f: &mut Front) -> Vec<PathBuf> {
+pub(super) fn search_paths(f: &mut Front) -> Vec<PathBuf> {
     if f.roles_path.is_none() {
         let configured = crate::ansible_cfg::AnsibleCfg::load()
             .ok()
@@ -537,7 +242,7 @@ fn find(f: &mut Front, spec: &Spec) -> Option<PathBuf> {
     names.dedup();
     let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
     let close = super::closest(&spec.name, &candidates);
-    let looked = paths.iter().map(|p| include::shown(p)).collect::<Vec<_>>().join(", ");
+    let looked = paths.iter().map(|p| taskfile::shown(p)).collect::<Vec<_>>().join(", ");
     let help = if close.is_empty() {
         format!("looked in {looked}")
     } else {
@@ -562,7 +267,7 @@ fn read(f: &mut Front, path: &Path) -> Option<(Source, Node)> {
             return None;
         }
     };
-    let source = Source::new(include::display_name(f, path), text.text.as_str());
+    let source = Source::new(taskfile::display_name(f, path), text.text.as_str());
     match crate::yaml::parse_ansible::<Node>(&source) {
         Ok(mut n) => {
             n.keep_short_words(&source.text);
@@ -588,7 +293,7 @@ fn role_file(f: &mut Front, spec: &Spec, dir: &Path, from: Option<&String>, what
             n,
             format!("role '{}': {what} '{from}' not found", spec.name),
             "this role",
-            Some(format!("looked for {}/{from}, {from}.yml and {from}.yaml", include::shown(dir))),
+            Some(format!("looked for {}/{from}, {from}.yml and {from}.yaml", taskfile::shown(dir))),
         );
     }
     found
@@ -617,7 +322,7 @@ fn vars_file(f: &mut Front, spec: &Spec, dir: &Path, from: Option<&String>, what
 }
 
 /// Expands the role `spec` names (its dependencies first) into `out`.
-fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
+pub(super) fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     let Some(dir) = find(f, &spec) else { return };
     let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
     let (l, c, n) = spec.at;
@@ -664,24 +369,8 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     let handlers_start = f.role_handlers.len();
     let role_place =
         Place { task_dir: dir.join("tasks"), search: vec![dir.clone(), f.dir.clone()], role_dir: Some(dir.clone()) };
-    if let Some((path, (source, node))) = meta {
-        let deps = node.as_map().and_then(|m| m.iter().find(|(k, _)| k.name == "dependencies")).map(|(_, v)| v);
-        let place = Place { task_dir: dir.join("meta"), ..role_place.clone() };
-        let file = std::fs::canonicalize(&path).unwrap_or(path);
-        f.within(source.clone(), file, place, |f| match deps.map(|d| &d.kind) {
-            None | Some(Kind::Scalar(Value::Null)) => {}
-            Some(Kind::Seq(items)) => {
-                for item in items {
-                    if let Some(dep) = entry(f, item) {
-                        role(f, dep, out);
-                    }
-                }
-            }
-            Some(_) => {
-                let d = deps.expect("some");
-                f.p.add(d.line, d.column, "dependencies: a list of roles".into(), "here", None);
-            }
-        });
+    if let Some(meta) = meta {
+        dependencies(f, meta, Place { task_dir: dir.join("meta"), ..role_place.clone() }, out);
     }
     let defaults = vars_file(f, &spec, &dir.join("defaults"), spec.defaults_from.as_ref(), "defaults_from");
     f.defaults.extend(defaults);
@@ -701,36 +390,13 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     own.vars.extend(role_vars);
     own.vars.extend(spec.vars.vars.clone());
     if let Some(path) = role_file(f, &spec, &dir.join("handlers"), spec.handlers_from.as_ref(), "handlers_from") {
-        let mut hs = Vec::new();
-        include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place.clone(), true, &mut hs);
-        own.apply(&mut hs);
-        // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
-        // (ROLE the role's name, or a collection's role by its FQCN).
-        let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
-        let short = fqcn.rsplit('.').next().unwrap_or(&fqcn).to_string();
-        let mut prefixes = vec![short];
-        if !prefixes.contains(&fqcn) {
-            prefixes.push(fqcn);
-        }
-        for h in &hs {
-            let id = super::ident(f, h);
-            let own: Vec<String> = f
-                .listening
-                .iter()
-                .filter(|(n, i, _)| *n == h.name && *i == id)
-                .flat_map(|(.., t)| t.clone())
-                .chain([h.name.clone()])
-                .collect();
-            let topics = prefixes.iter().flat_map(|p| own.iter().map(move |t| format!("{p} : {t}"))).collect();
-            f.listening.push((h.name.clone(), id, topics));
-        }
-        f.role_handlers.extend(hs);
+        handlers(f, &spec, &path, role_place.clone(), &own);
     }
     let tasks_start = out.len();
     let tasks_dir = dir.join("tasks");
     if let Some(path) = role_file(f, &spec, &tasks_dir, spec.tasks_from.as_ref(), "tasks_from") {
         known::with(f, own.scope(), |f| {
-            include::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out)
+            taskfile::tasks_file(f, &path, (l, c), &format!("role '{}'", spec.name), role_place, false, out)
         });
     }
     own.apply(&mut out[tasks_start..]);
@@ -748,6 +414,56 @@ fn role(f: &mut Front, spec: Spec, out: &mut Vec<Step>) {
     if let (Some(i), true) = (seen_at, f.in_play_roles) {
         f.roles_seen[i].2 = Some(start..out.len());
     }
+}
+
+/// A role's `meta/main.yml` dependencies (read from `place`), each expanded before the role.
+fn dependencies(f: &mut Front, (path, (source, node)): (PathBuf, (Source, Node)), place: Place, out: &mut Vec<Step>) {
+    let deps = node.as_map().and_then(|m| m.iter().find(|(k, _)| k.name == "dependencies")).map(|(_, v)| v);
+    let file = std::fs::canonicalize(&path).unwrap_or(path);
+    f.within(source.clone(), file, place, |f| match deps.map(|d| &d.kind) {
+        None | Some(Kind::Scalar(Value::Null)) => {}
+        Some(Kind::Seq(items)) => {
+            for item in items {
+                if let Some(dep) = entry(f, item) {
+                    role(f, dep, out);
+                }
+            }
+        }
+        Some(_) => {
+            let d = deps.expect("some");
+            f.p.add(d.line, d.column, "dependencies: a list of roles".into(), "here", None);
+        }
+    });
+}
+
+/// The role's handlers file (`path`, read from `place`), under the role's own variables
+/// (`own`), into the play's role handlers.
+fn handlers(f: &mut Front, spec: &Spec, path: &Path, place: Place, own: &Inherit) {
+    let (l, c, _) = spec.at;
+    let mut hs = Vec::new();
+    taskfile::tasks_file(f, path, (l, c), &format!("role '{}'", spec.name), place, true, &mut hs);
+    own.apply(&mut hs);
+    // Ansible finds a role's handler also as `ROLE : NAME`, and its topics as `ROLE : TOPIC`
+    // (ROLE the role's name, or a collection's role by its FQCN).
+    let fqcn = spec.name.rsplit('/').next().unwrap_or(&spec.name).to_string();
+    let short = fqcn.rsplit('.').next().unwrap_or(&fqcn).to_string();
+    let mut prefixes = vec![short];
+    if !prefixes.contains(&fqcn) {
+        prefixes.push(fqcn);
+    }
+    for h in &hs {
+        let id = super::ident(f, h);
+        let own: Vec<String> = f
+            .listening
+            .iter()
+            .filter(|(n, i, _)| *n == h.name && *i == id)
+            .flat_map(|(.., t)| t.clone())
+            .chain([h.name.clone()])
+            .collect();
+        let topics = prefixes.iter().flat_map(|p| own.iter().map(move |t| format!("{p} : {t}"))).collect();
+        f.listening.push((h.name.clone(), id, topics));
+    }
+    f.role_handlers.extend(hs);
 }
 
 #[cfg(test)]

@@ -65,10 +65,10 @@ impl Inherit {
                 Value::Bool(b) => self.r#become = Some(b),
                 _ => f.p.add_key(k, format!("become: must be a literal boolean, not {}", v.what()), None),
             },
-            "check_mode" => self.check_mode = super::task::flag(f, k, v),
-            "become_user" => self.become_user = super::task::become_user(f, k, v),
+            "check_mode" => self.check_mode = super::keywords::flag(f, k, v),
+            "become_user" => self.become_user = super::keywords::become_user(f, k, v),
             "environment" => {
-                for (name, value) in super::task::vars(f, k, v).unwrap_or_default() {
+                for (name, value) in super::keywords::vars(f, k, v).unwrap_or_default() {
                     let t = match value {
                         Value::String(s) => s,
                         other => other.to_string(),
@@ -76,7 +76,7 @@ impl Inherit {
                     self.environment.push((name, t));
                 }
             }
-            "notify" => self.notify = super::task::names(f, k, v, false),
+            "notify" => self.notify = super::keywords::names(f, k, v, false),
             "vars" => match v.to_value() {
                 Value::Object(m) => self.vars.extend(m),
                 Value::Null => {}
@@ -288,15 +288,15 @@ pub fn tasks_file(
             for t in items {
                 // Ansible flushes the handlers there: before the next step (mod.rs splits the
                 // play at it).
-                match (handler, super::is_flush_handlers(f, t)) {
-                    (false, super::Flush::At(own)) => {
+                match (handler, super::chunks::is_flush_handlers(f, t)) {
+                    (false, super::chunks::Flush::At(own)) => {
                         let inherited = f.role_tags.iter().chain(&f.include_tags).flatten();
                         let tags: Vec<String> = inherited.chain(&own).cloned().collect();
                         // Consecutive flushes: either one selected flushes.
                         f.flush_pending.get_or_insert_default().extend(tags);
                         continue;
                     }
-                    (false, super::Flush::Never) => continue,
+                    (false, super::chunks::Flush::Never) => continue,
                     _ => {}
                 }
                 super::expand(f, t, handler, out);

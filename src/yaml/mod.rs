@@ -3,6 +3,8 @@
 //! port and YAML 1.1 habits). Strict booleans: `yes`/`no` stay strings, as YAML 1.2 says, so an
 //! operator who writes `enabled: yes` gets an error at that line instead of a silent guess.
 
+pub(crate) mod node;
+
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result, Source};
@@ -40,12 +42,12 @@ pub fn parse_ansible<T: DeserializeOwned>(source: &Source) -> Result<T> {
 }
 
 /// `parse_ansible` of a variables file: a `!unsafe` value in it is kept as written (read
-/// through the playbook's node tree, which knows the tag; see `template::literal`).
+/// through the node tree (node.rs), which knows the tag; see `text::python::literal`).
 pub fn parse_ansible_vars<T: DeserializeOwned>(source: &Source) -> Result<T> {
     if !source.text.contains("!unsafe") {
         return parse_ansible(source);
     }
-    let node: Option<crate::playbook::ansible::node::Node> = parse_ansible(source)?;
+    let node: Option<node::Node> = parse_ansible(source)?;
     let value = node.map_or(serde_json::Value::Null, |n| n.to_value());
     // Not the shape asked for: the plain reading says where, as it would have.
     serde_json::from_value(value).or_else(|_| parse_ansible(source))

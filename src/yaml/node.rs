@@ -1,7 +1,9 @@
 //! The Ansible playbook as a YAML tree that keeps every node's line and column (and every
 //! mapping key's), so that anything the front-end refuses is reported where it is written.
 //! Read with Ansible's YAML 1.1 habits (`yes`/`no` booleans, `0755` octal), as ansible-playbook
-//! reads the same file.
+//! reads the same file. Here, in the YAML layer, because the loader's `parse_ansible_vars`
+//! reads a variables file through it (the tree knows Ansible's `!unsafe` tag); the playbook
+//! front-end re-exports it as `playbook::ansible::node`.
 
 use serde::Deserialize;
 use serde::de::{MapAccess, SeqAccess, Visitor};
@@ -116,7 +118,7 @@ impl Node {
 /// Prometheus rule's `{{ $labels.instance }}`).
 fn unsafe_text(kind: &mut Kind) -> Result<(), String> {
     match kind {
-        Kind::Scalar(Value::String(t)) => *t = crate::template::literal(t)?,
+        Kind::Scalar(Value::String(t)) => *t = crate::text::python::literal(t)?,
         Kind::Scalar(_) => {}
         Kind::Seq(items) => items.iter_mut().try_for_each(|n| unsafe_text(&mut n.kind))?,
         Kind::Map(m) => m.iter_mut().try_for_each(|(_, n)| unsafe_text(&mut n.kind))?,
