@@ -12,7 +12,7 @@ import os, re, sys
 # kinds sit below the playbook model, which is derived from their registry (docs/DESIGN.md).
 # A module may use its own layer and the ones below.
 LAYERS = [
-    ["error", "yaml"],
+    ["error", "yaml", "text"],
     # A leaf (the Secret type and the naming rule) that the vault and everything above use.
     ["vars::secret"],
     # ansible.cfg and ANSIBLE_*: settings read before any file they point to (the vault reads

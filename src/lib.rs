@@ -14,6 +14,7 @@ pub mod run;
 pub mod site;
 pub mod steps;
 pub mod template;
+pub mod text;
 pub mod transport;
 pub mod vars;
 pub mod vault;
