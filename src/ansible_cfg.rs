@@ -289,7 +289,7 @@ impl std::fmt::Display for Value {
     /// As `ansible-config dump` prints it (Python's `str`: `True`, `['a', 'b']`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let list = |items: Vec<String>| {
-            format!("[{}]", items.iter().map(|s| crate::template::py_repr(s)).collect::<Vec<_>>().join(", "))
+            format!("[{}]", items.iter().map(|s| crate::text::python::py_repr(s)).collect::<Vec<_>>().join(", "))
         };
         match self {
             Value::Str(s) => f.write_str(s),

@@ -13,6 +13,7 @@ use regex::Regex;
 
 use super::{Inventory, address};
 use crate::error::{Error, Result};
+use crate::text::fnmatch::fnmatch_regex;
 
 static SUBSCRIPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]*))\]$").unwrap());
@@ -81,53 +82,6 @@ pub fn expand_limit_files(parts: Vec<String>) -> Result<Vec<String>> {
         }
     }
     Ok(out)
-}
-
-/// Python's `fnmatch.translate`, anchored at both ends.
-pub(crate) fn fnmatch_regex(pat: &str) -> std::result::Result<Regex, regex::Error> {
-    let chars: Vec<char> = pat.chars().collect();
-    let mut re = String::from("^(?s:");
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        i += 1;
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut j = i;
-                if j < chars.len() && chars[j] == '!' {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j] == ']' {
-                    j += 1;
-                }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
-                if j >= chars.len() {
-                    re.push_str("\\[");
-                } else {
-                    let mut body: String = chars[i..j].iter().collect();
-                    i = j + 1;
-                    body = body.replace('\\', "\\\\");
-                    if let Some(rest) = body.strip_prefix('!') {
-                        body = format!("^{rest}");
-                    } else if body.starts_with('^') {
-                        body = format!("\\{body}");
-                    }
-                    // `[` and set operators inside a class are literal in Python's re.
-                    let body = body.replace('[', "\\[").replace("&&", "\\&\\&").replace("~~", "\\~\\~");
-                    re.push('[');
-                    re.push_str(&body);
-                    re.push(']');
-                }
-            }
-            _ => re.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    re.push_str(")$");
-    Regex::new(&re)
 }
 
 fn compile(pattern: &str) -> Result<Regex> {

@@ -18,12 +18,12 @@ pub fn strip_unsafe(v: &Value) -> Value {
 }
 
 /// A value with every unsafe marker replaced by its text kept from templating
-/// (`template::literal`); one that cannot be kept so stays its text.
+/// (`text::python::literal`); one that cannot be kept so stays its text.
 pub fn literal_unsafe(v: &Value) -> Value {
     match v {
         Value::Object(m) if m.len() == 1 && m.get(UNSAFE).is_some_and(Value::is_string) => {
             let text = m[UNSAFE].as_str().unwrap_or_default();
-            Value::String(crate::template::literal(text).unwrap_or_else(|_| text.to_string()))
+            Value::String(crate::text::python::literal(text).unwrap_or_else(|_| text.to_string()))
         }
         Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), literal_unsafe(v))).collect()),
         Value::Array(a) => Value::Array(a.iter().map(literal_unsafe).collect()),

@@ -239,7 +239,7 @@ impl Resolved {
             if use_regex {
                 regex::Regex::new(&format!("^(?:{p})")).map_err(|e| format!("find: pattern {p:?}: {e}"))
             } else {
-                crate::inventory::pattern::fnmatch_regex(p).map_err(|e| format!("find: pattern {p:?}: {e}"))
+                crate::text::fnmatch::fnmatch_regex(p).map_err(|e| format!("find: pattern {p:?}: {e}"))
             }
         };
         let mut patterns = list(&a.patterns);

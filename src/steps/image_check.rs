@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::helm::chart_args;
 use super::kube::PRELUDE;
 use super::{Flag, Guards, Kind, Outcome, StepCtx};
-use crate::template::shell_quote;
+use crate::text::quote::shell_quote;
 
 /// One chart whose images are checked, with the values it will be installed with.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -258,7 +258,7 @@ fn differences(out: &str, root: bool, a: &UnarchiveArgs) -> Vec<String> {
 
 /// Python's fnmatch for the module's `exclude` patterns.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    crate::template::fnmatch(pattern).is_some_and(|r| r.is_match(name))
+    crate::text::fnmatch::fnmatch_regex(pattern).is_ok_and(|r| r.is_match(name))
 }
 
 #[cfg(test)]

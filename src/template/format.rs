@@ -274,7 +274,7 @@ fn to_uuid(s: &str, namespace: &str) -> Result<String, Error> {
     let mut b: Vec<u8> = h.finalize()[..16].to_vec();
     b[6] = (b[6] & 0x0f) | 0x50;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let x: String = b.iter().map(|v| format!("{v:02x}")).collect();
+    let x = hex::encode(&b);
     Ok(format!("{}-{}-{}-{}-{}", &x[..8], &x[8..12], &x[12..16], &x[16..20], &x[20..]))
 }
 

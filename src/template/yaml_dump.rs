@@ -385,6 +385,43 @@ fn is_ws(c: Option<char>) -> bool {
     matches!(c, None | Some('\0' | ' ' | '\t' | '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}'))
 }
 
+/// Whether `ch` (the first character where `first`) is an indicator that rules out a plain
+/// scalar in flow and in block style, as PyYAML's `analyze_scalar` finds them.
+fn indicators(first: bool, ch: char, preceded_by_ws: bool, followed_by_ws: bool) -> (bool, bool) {
+    let (mut flow_ind, mut block_ind) = (false, false);
+    if first {
+        if "#,[]{}&*!|>'\"%@`".contains(ch) {
+            flow_ind = true;
+            block_ind = true;
+        }
+        if ch == '?' || ch == ':' {
+            flow_ind = true;
+            if followed_by_ws {
+                block_ind = true;
+            }
+        }
+        if ch == '-' && followed_by_ws {
+            flow_ind = true;
+            block_ind = true;
+        }
+    } else {
+        if ",?[]{}".contains(ch) {
+            flow_ind = true;
+        }
+        if ch == ':' {
+            flow_ind = true;
+            if followed_by_ws {
+                block_ind = true;
+            }
+        }
+        if ch == '#' && preceded_by_ws {
+            flow_ind = true;
+            block_ind = true;
+        }
+    }
+    (flow_ind, block_ind)
+}
+
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
         return Analysis {
@@ -408,36 +445,9 @@ fn analyze(s: &str) -> Analysis {
     let mut followed_by_ws = chars.len() == 1 || is_ws(chars.get(1).copied());
     let (mut prev_space, mut prev_break) = (false, false);
     for (i, &ch) in chars.iter().enumerate() {
-        if i == 0 {
-            if "#,[]{}&*!|>'\"%@`".contains(ch) {
-                flow_ind = true;
-                block_ind = true;
-            }
-            if ch == '?' || ch == ':' {
-                flow_ind = true;
-                if followed_by_ws {
-                    block_ind = true;
-                }
-            }
-            if ch == '-' && followed_by_ws {
-                flow_ind = true;
-                block_ind = true;
-            }
-        } else {
-            if ",?[]{}".contains(ch) {
-                flow_ind = true;
-            }
-            if ch == ':' {
-                flow_ind = true;
-                if followed_by_ws {
-                    block_ind = true;
-                }
-            }
-            if ch == '#' && preceded_by_ws {
-                flow_ind = true;
-                block_ind = true;
-            }
-        }
+        let (flow, block) = indicators(i == 0, ch, preceded_by_ws, followed_by_ws);
+        flow_ind |= flow;
+        block_ind |= block;
         let is_break = matches!(ch, '\n' | '\u{85}' | '\u{2028}' | '\u{2029}');
         if is_break {
             line_breaks = true;

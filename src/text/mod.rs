@@ -1,4 +1,7 @@
-//! Text rules that sit below every other layer: what a loader (yaml.rs, the vault, the
-//! inventory) must know about a text without rendering it.
+//! Text helpers every layer uses: Python's `repr` of a string, `fnmatch` and `shlex.quote`, and
+//! the test for template syntax. The lowest layer beside `error`: it imports nothing of the crate,
+//! so that settings, the vault and the inventory can use them without reaching up to `template`.
 
+pub mod fnmatch;
 pub mod python;
+pub mod quote;

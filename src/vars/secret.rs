@@ -204,7 +204,7 @@ pub fn encodings(secret: &str) -> Vec<String> {
         .collect();
     let mut out = vec![
         secret.to_string(),
-        secret.replace('\'', "'\"'\"'"),
+        crate::text::quote::quoted_body(secret),
         json,
         html_safe_json,
         ascii_json,

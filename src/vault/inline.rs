@@ -214,16 +214,18 @@ fn resolve(
     }
     let unsafe_tag = node.tag.as_deref() == Some("!unsafe");
     Ok(match node.kind {
-        Kind::Scalar(Value::String(t)) if unsafe_tag => Value::String(crate::template::literal(&t).map_err(|m| {
-            source.error_at(
-                node.line,
-                node.column,
-                0,
-                m,
-                "here",
-                Some("write it without !unsafe, its template syntax inside {% raw %}".into()),
-            )
-        })?),
+        Kind::Scalar(Value::String(t)) if unsafe_tag => {
+            Value::String(crate::text::python::literal(&t).map_err(|m| {
+                source.error_at(
+                    node.line,
+                    node.column,
+                    0,
+                    m,
+                    "here",
+                    Some("write it without !unsafe, its template syntax inside {% raw %}".into()),
+                )
+            })?)
+        }
         Kind::Scalar(v) => v,
         Kind::Seq(items) => {
             let mut out = Vec::with_capacity(items.len());
