@@ -132,7 +132,7 @@ fn start_at_naming_no_step_is_an_error_with_the_closest_names() {
         Some("--start-at 'instal rke2' names no planned step of rke2-install"),
         "{err}"
     );
-    assert_eq!(line(&err, "help:"), Some("help: did you mean: install rke2, start rke2?"), "{err}");
+    assert_eq!(line(&err, "help:"), Some("help: did you mean: install rke2?"), "{err}");
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }
 
@@ -149,11 +149,7 @@ fn a_play_pattern_naming_no_group_and_a_missing_required_group_are_errors() {
         ),
         "{err}"
     );
-    assert_eq!(
-        line(&err, "help:"),
-        Some("help: did you mean: workers, cop-worker-1, cop-worker-2, cop-worker-3?"),
-        "{err}"
-    );
+    assert_eq!(line(&err, "help:"), Some("help: did you mean: workers?"), "{err}");
     // The shipped playbooks' `cluster` group, called otherwise in this inventory.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -477,23 +477,7 @@ impl Inventory {
 
     /// Names close to `name`, for "did you mean" hints.
     pub fn close_names(&self, name: &str) -> Vec<String> {
-        let mut scored: Vec<(f64, &String)> = self
-            .groups
-            .keys()
-            .chain(self.hosts.keys())
-            .map(|n| (strsim::jaro_winkler(name, n), n))
-            .filter(|(s, _)| *s > 0.75)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut out: Vec<String> = Vec::new();
-        for (_, n) in scored {
-            if !out.contains(n) {
-                out.push(n.clone());
-            }
-            if out.len() == 5 {
-                break;
-            }
-        }
-        out
+        let names = self.groups.keys().chain(self.hosts.keys());
+        crate::text::closest::closest(name, names, 5).into_iter().map(String::from).collect()
     }
 }

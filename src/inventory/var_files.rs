@@ -191,19 +191,11 @@ fn unread(dir: &Path, entry: &str, kind: Kind, claimed: &HashMap<&str, String>, 
         msg.push_str(&format!("; {stem} is a {is}, whose variables go in {goes}/"));
         return msg;
     }
-    let close = closest(stem, same);
+    let close = crate::text::closest::closest(stem, same, 3);
     if !close.is_empty() {
         msg.push_str(&format!(" (did you mean: {}?)", close.join(", ")));
     }
     msg
-}
-
-/// The names most like `name`, best first (at most 3).
-fn closest<'a>(name: &str, names: Vec<&'a String>) -> Vec<&'a str> {
-    let mut scored: Vec<(f64, &String)> =
-        names.into_iter().map(|n| (strsim::jaro_winkler(name, n), n)).filter(|(s, _)| *s > 0.75).collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.into_iter().take(3).map(|(_, n)| n.as_str()).collect()
 }
 
 /// `_get_dir_vars_files`: the files of a `NAME/` directory, sorted, recursively.

@@ -349,11 +349,11 @@ impl PlaybookSource {
             return self.load(&b);
         }
         let names = self.names();
-        let close: Vec<&String> = names.iter().filter(|n| strsim::jaro_winkler(name, n) > 0.8).collect();
+        let close = crate::text::closest::closest(name, &names, 5);
         let help = if close.is_empty() {
             format!("available playbooks: {}", names.join(", "))
         } else {
-            format!("did you mean {}?", close.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+            format!("did you mean {}?", close.join(", "))
         };
         Err(Error::with_help(format!("no playbook named '{name}'"), help))
     }

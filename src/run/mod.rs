@@ -182,13 +182,11 @@ fn check_start_at(plan: &Plan, name: &str) -> Result<()> {
     if names.contains(&name) {
         return Ok(());
     }
-    let mut close: Vec<(f64, &str)> =
-        names.iter().map(|n| (strsim::jaro_winkler(name, n), *n)).filter(|(s, _)| *s > 0.75).collect();
-    close.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let close = crate::text::closest::closest(name, names.iter().copied(), 5);
     let help = if close.is_empty() {
         format!("the planned steps are: {}", names.join(", "))
     } else {
-        format!("did you mean: {}?", close.iter().take(5).map(|c| c.1).collect::<Vec<_>>().join(", "))
+        format!("did you mean: {}?", close.join(", "))
     };
     let pbs: Vec<&str> = plan.playbooks.iter().map(|p| p.name.as_str()).collect();
     Err(crate::error::Error::with_help(

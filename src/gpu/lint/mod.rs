@@ -168,12 +168,8 @@ impl Cx<'_, '_> {
 
 /// The closest of `names` to `name`, where one is close enough to be a slip of the keyboard.
 fn closest<'n>(name: &str, names: impl IntoIterator<Item = &'n str>) -> Option<&'n str> {
-    names
-        .into_iter()
-        .map(|n| (strsim::jaro_winkler(name, n), n))
-        .filter(|(score, n)| *score > 0.8 && *n != name)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
+    let others: Vec<&str> = names.into_iter().filter(|n| *n != name).collect();
+    crate::text::closest::closest(name, others, 1).first().copied()
 }
 
 /// The report as compilers print it: each finding and its help, then a summary line.

@@ -179,12 +179,9 @@ impl Front {
     }
 }
 
-/// Names in `candidates` close to `name`, best first.
+/// Names in `candidates` close to `name`, best first (at most 3).
 fn closest<'a>(name: &str, candidates: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<(f64, &str)> =
-        candidates.iter().map(|c| (strsim::jaro_winkler(name, c), *c)).filter(|(s, _)| *s > 0.8).collect();
-    v.sort_by(|a, b| b.0.total_cmp(&a.0));
-    v.into_iter().take(3).map(|(_, c)| c).collect()
+    crate::text::closest::closest(name, candidates.iter().copied(), 3)
 }
 
 /// Whether `text` is a YAML list (an Ansible playbook), not a mapping (a native one): its first
