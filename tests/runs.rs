@@ -216,3 +216,60 @@ fn runs_show_names_what_it_cannot_find() {
         .stderr_normalized("  x --host 'h22': run [RUN] did nothing on such a host\n  help: did you mean: h2?\n\n")
         .run();
 }
+
+/// `runs report`: one HTML file, private as the record, that loads nothing from anywhere;
+/// opened in headless Chromium (Debian's package; CI installs it), it runs its script without a
+/// console message and shows a timeline row for every host.
+#[test]
+fn runs_report_is_one_html_file_that_a_browser_opens_offline_showing_every_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let site = site_with_runs();
+    let id = first_run(&site);
+    site.test()
+        .args(["runs", "report", &id, "-o", "report.html"])
+        .stdout_normalized("wrote report.html (run [RUN], 2 host(s))\n")
+        .run();
+    let path = site.path("report.html");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let html = site.read("report.html");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>") && html.contains("<script>"));
+    for outside in ["http:", "https:", "src=", "<link", "@import", "url("] {
+        assert!(!html.contains(outside), "the report must load nothing: it has {outside}");
+    }
+    assert!(html.contains("non-zero return code 3: boom") && html.contains("<details><summary>diff</summary>"));
+
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI installs chromium (.ci/run) for this test");
+        eprintln!("skipped: no chromium here (apt-get install chromium) to open the report in");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", path.display()))
+        .output()
+        .unwrap();
+    let (dom, log) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{log}");
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert!(dom.contains("data-hosts=\"2\""), "the script did not run to its end:\n{dom}");
+    for h in ["h1", "h2"] {
+        assert!(dom.contains(&format!("<div class=\"row\" data-host=\"{h}\">")), "no timeline row for {h}");
+    }
+}

@@ -336,6 +336,16 @@ pub enum RunsCmd {
         #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
         output: OutputFormat,
     },
+    /// One self-contained HTML file of a run (no network needed to open it): header, recap,
+    /// failed tasks first, a timeline per host, changes with their diffs folded, the slowest
+    /// tasks. Written readable by its owner only, as the run record is.
+    Report {
+        /// The run's id, or its beginning (default: the last run).
+        id: Option<String>,
+        /// The file to write.
+        #[arg(short = 'o', long = "out", value_name = "FILE.html", required = true)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

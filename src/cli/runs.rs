@@ -1,6 +1,7 @@
-//! `copctl runs` and `copctl runs show`: the recorded runs listed (start, duration, result,
-//! playbooks, limit) and one run shown per host and task, failures first — what a change ticket
-//! needs attached, read from `.copctl/runs/` (`report::history`).
+//! `copctl runs`, `runs show` and `runs report`: the recorded runs listed (start, duration,
+//! result, playbooks, limit), one run shown per host and task, failures first, or written as
+//! one HTML file — what a change ticket needs attached, read from `.copctl/runs/`
+//! (`report::history`).
 
 use std::io::Write;
 use std::path::Path;
@@ -20,6 +21,7 @@ pub fn runs(what: Option<&RunsCmd>, count: usize, prune: Option<usize>) -> Resul
         Some(RunsCmd::Show { id, host, failed, output }) => {
             show(root, id.as_deref(), host.as_deref(), *failed, *output)
         }
+        Some(RunsCmd::Report { id, out }) => report(root, id.as_deref(), out),
         None => list(root, count, prune),
     }
 }
@@ -216,4 +218,23 @@ fn as_json(r: &RunView, hosts: &[String], tasks: &[&TaskRecord]) -> Value {
             "tasks": tasks.iter().filter(|t| &t.host == h).map(|t| task(t)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// `copctl runs report [ID] -o FILE.html`: the file is private (0600), as the record it comes
+/// from: command output can hold what no redactor knew to be secret.
+fn report(root: &Path, id: Option<&str>, out: &Path) -> Result<i32> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let id = history::resolve(root, id).map_err(|e| Error::with_help(e, "copctl runs lists the recorded runs"))?;
+    let r = history::load(root, &id, true);
+    let page = crate::report::html::render(&r, &started(&r));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(out)
+        .map_err(|e| Error::plain(format!("cannot write {}: {e}", out.display())))?;
+    f.write_all(page.as_bytes()).map_err(|e| Error::plain(format!("cannot write {}: {e}", out.display())))?;
+    writeln!(std::io::stdout().lock(), "wrote {} (run {id}, {} host(s))", out.display(), r.hosts().len())?;
+    Ok(0)
 }

@@ -13,6 +13,7 @@
 //!   skipped, unreachable, ignored, rescued, seconds)
 
 pub mod history;
+pub mod html;
 pub mod inventory;
 pub mod record;
 
