@@ -5,6 +5,7 @@
 //! sequence depends on the site (the node's groups, the playbooks the site has) and the playbook
 //! model knows nothing of an inventory.
 
+use crate::error::{Error, Result};
 use crate::site::Site;
 
 /// A procedure resolved for one node: the playbooks to run, limited to the node, the variables
@@ -40,6 +41,69 @@ pub fn node_add(site: &Site, name: &str) -> Procedure {
         playbooks.push("gpu-operator".into());
     }
     Procedure { playbooks, extra_vars: Vec::new(), notes }
+}
+
+/// The manual's first install, in order: each playbook, and whether only GPU nodes need it.
+/// `copctl install` runs it; its `--help` and what it prints before it starts list it.
+pub const FIRST_INSTALL: &[(&str, bool)] = &[
+    ("system-setup", false),
+    ("system-dns", false),
+    ("gpu-preinstall", true),
+    ("gpu-install", true),
+    ("rke2-install", false),
+    ("rke2-post-install", false),
+    ("rke2-private-registry", false),
+    ("gpu-operator", true),
+];
+
+/// `copctl install --help`'s list: the order, and what the install leaves out.
+pub fn install_help() -> String {
+    let mut s = String::from(
+        "The install runs, in this order (as one run; a host goes on to the next playbook when it is done):\n",
+    );
+    for (i, (p, gpu)) in FIRST_INSTALL.iter().enumerate() {
+        s.push_str(&format!(
+            "  {}. {p}{}\n",
+            i + 1,
+            if *gpu { "  (GPU nodes; left out when the gpu group has no host)" } else { "" }
+        ));
+    }
+    s.push_str("\nA failed run says which playbook to resume from: copctl install --from PLAYBOOK.\n\nExamples:\n  copctl install --check --diff\n  copctl install\n  copctl install --from rke2-install");
+    s
+}
+
+/// The first install on the whole site: every playbook of `FIRST_INSTALL`, the GPU ones only
+/// where the inventory's `gpu` group has hosts (the GPU Operator is cluster-wide: a site
+/// without GPU nodes has no chart to install), from `from` on (a resumed install).
+pub fn install(site: &Site, from: Option<&str>) -> Result<Procedure> {
+    let gpu = site.inventory.groups.contains_key("gpu") && !site.inventory.group_hosts("gpu").is_empty();
+    let all: Vec<&str> = FIRST_INSTALL.iter().filter(|(_, g)| gpu || !g).map(|(p, _)| *p).collect();
+    let mut notes = Vec::new();
+    if !gpu {
+        notes.push(
+            "the inventory's gpu group has no host: gpu-preinstall, gpu-install and gpu-operator are left out".into(),
+        );
+    }
+    let start = match from {
+        None => 0,
+        Some(f) => all.iter().position(|p| *p == f).ok_or_else(|| {
+            let mut help = format!("the install runs {}", all.join(", "));
+            let mut close: Vec<(f64, &str)> =
+                all.iter().map(|p| (strsim::jaro_winkler(f, p), *p)).filter(|(s, _)| *s > 0.8).collect();
+            close.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let close: Vec<&str> = close.into_iter().map(|(_, p)| p).collect();
+            if !close.is_empty() {
+                help = format!("did you mean: {}? {help}", close.join(", "));
+            }
+            let why = if FIRST_INSTALL.iter().any(|(p, _)| *p == f) {
+                "is left out of this install (the inventory's gpu group has no host)"
+            } else {
+                "is no playbook of the install"
+            };
+            Error::with_help(format!("--from '{f}' {why}"), help)
+        })?,
+    };
+    Ok(Procedure { playbooks: all[start..].iter().map(|p| p.to_string()).collect(), extra_vars: Vec::new(), notes })
 }
 
 /// Removing a node: `node-remove` with the node named. The operator's confirmation of the

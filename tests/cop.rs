@@ -1042,3 +1042,85 @@ fn rolling_reboot_takes_servers_one_at_a_time_and_agents_in_batches_after_the_pa
     assert_eq!((k("kubectl cordon cop-master-1"), k("kubectl uncordon cop-master-1")), (1, 1), "from another server");
     assert!(ev.iter().filter(|e| e["step"] == "reboot" && e["status"] == "changed").count() == 6);
 }
+
+/// The manual's first install, as `copctl install` prints it before it starts.
+const INSTALL_ORDER: &str = "install, in this order:\n  1. system-setup\n  2. system-dns\n  3. gpu-preinstall\n  \
+                             4. gpu-install\n  5. rke2-install\n  6. rke2-post-install\n  7. rke2-private-registry\n  \
+                             8. gpu-operator\n";
+
+#[test]
+fn install_runs_the_manuals_first_install_in_order_and_a_rerun_changes_nothing() {
+    let c = Site::cop_cluster();
+    let ran = c.test().args(["install", "--output", "json"]).run();
+    assert!(ran.stderr.starts_with(INSTALL_ORDER), "{}", ran.stderr);
+    let ev = ran.events();
+    let order: Vec<&str> = INSTALL_ORDER.lines().skip(1).map(|l| l.split(". ").nth(1).unwrap()).collect();
+    assert_eq!(ev[0]["playbooks"], serde_json::json!(order));
+    // Each host goes through its playbooks in the install's order.
+    for (name, group) in NAMES {
+        let mut seen: Vec<&str> = Vec::new();
+        for e in ev.iter().filter(|e| e["event"] == "task_start" && e["host"] == *name) {
+            let pb = e["playbook"].as_str().unwrap();
+            if seen.last() != Some(&pb) {
+                assert!(!seen.contains(&pb), "{name} went back to {pb} after {seen:?}");
+                seen.push(pb);
+            }
+        }
+        let rank = |p: &&str| order.iter().position(|o| o == p).unwrap();
+        assert!(seen.is_sorted_by_key(rank), "{name}: {seen:?}");
+        let want: Vec<&str> = match *group {
+            "gpu" => order.clone(),
+            // The GPU Operator's release is the cluster's: installed from the first server.
+            _ => order
+                .iter()
+                .copied()
+                .filter(|p| !p.starts_with("gpu-") || (*p == "gpu-operator" && *name == "cop-master-1"))
+                .collect(),
+        };
+        assert_eq!(seen, want, "{name}");
+    }
+    let joined: std::collections::BTreeSet<String> =
+        cluster_file(&c, "joins").iter().map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    assert_eq!(joined, NAMES.iter().map(|(n, _)| n.to_string()).collect());
+    // Again: nothing changes.
+    let again = c.test().args(["install", "--output", "json"]).run();
+    assert!(changed_by_host(&again).values().all(|n| *n == 0), "{:?}", changed_by_host(&again));
+}
+
+#[test]
+fn a_failed_install_names_the_playbook_to_resume_from_and_resumes_there() {
+    let c = Site::cop_cluster();
+    // An images archive that no longer matches its sha256sum: rke2-install stops on the first server.
+    let images = c.path("artifacts/rke2-images.linux-amd64.tar.zst");
+    let good = std::fs::read(&images).unwrap();
+    std::fs::write(&images, vec![8u8; 3 << 20]).unwrap();
+    let ran = c.test().args(["install", "--limit", "cluster"]).status(2).run();
+    assert!(
+        ran.stdout.ends_with(
+            "install stopped in rke2-install (failed: cop-master-1): fix the cause, then resume with \
+             `copctl install --from rke2-install --limit cluster`\n"
+        ),
+        "{}",
+        ran.stdout
+    );
+    std::fs::write(&images, good).unwrap();
+    let ran = c.test().args(["install", "--from", "rke2-install", "--limit", "cluster", "--output", "json"]).run();
+    assert_eq!(
+        ran.stderr.lines().take(5).collect::<Vec<_>>(),
+        [
+            "install from rke2-install (--from), in this order:",
+            "  1. rke2-install",
+            "  2. rke2-post-install",
+            "  3. rke2-private-registry",
+            "  4. gpu-operator"
+        ]
+    );
+    let ev = ran.events();
+    assert_eq!(
+        ev[0]["playbooks"],
+        serde_json::json!(["rke2-install", "rke2-post-install", "rke2-private-registry", "gpu-operator"])
+    );
+    let joined: std::collections::BTreeSet<String> =
+        cluster_file(&c, "joins").iter().map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    assert_eq!(joined, NAMES.iter().map(|(n, _)| n.to_string()).collect());
+}

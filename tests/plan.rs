@@ -9,8 +9,8 @@ use common::*;
 use serde_json::Value;
 
 /// The tasks of `copctl plan ARGS --format json` in the repository's site.
-/// `-e registry_ca_file=FILE`: the repository's env.yaml names the CA on a real bastion, which
-/// rke2-private-registry requires to be there; this machine is not one.
+/// `-e registry_ca_file=FILE`: the repository's env.yaml names no CA (its bastion has no
+/// registry); a real site's does, and rke2-private-registry requires the file to be there.
 fn bastion_ca() -> (tempfile::NamedTempFile, String) {
     let f = tempfile::NamedTempFile::new().unwrap();
     let arg = format!("registry_ca_file={}", f.path().display());

@@ -137,8 +137,15 @@ pub enum Command {
         #[command(subcommand)]
         what: GpuCmd,
     },
-    /// List recent runs (.copctl/runs) with their result.
+    /// The manual's first install, in order, on the whole site (or --limit): see the list below.
+    #[command(after_help = crate::procedures::install_help())]
+    Install(InstallArgs),
+    /// List recent runs (.copctl/runs): start, duration, result, playbooks and limit; `runs show`
+    /// for what one did.
+    #[command(args_conflicts_with_subcommands = true)]
     Runs {
+        #[command(subcommand)]
+        what: Option<RunsCmd>,
         /// How many of the newest runs to list.
         #[arg(short = 'n', long, default_value_t = 10)]
         count: usize,
@@ -312,6 +319,64 @@ pub struct RunArgs {
     #[arg(long)]
     pub yes: bool,
     /// Go on where a playbook refuses (e.g. no other GPU node could take the work).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `copctl runs show`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCmd {
+    /// What a run did, per host and task: failures first with their messages and output, then
+    /// changes with their diffs (recorded under --diff), then every host's tasks.
+    Show {
+        /// The run's id, or its beginning (default: the last run).
+        id: Option<String>,
+        /// Only this host's tasks.
+        #[arg(long, add = ArgValueCompleter::new(host_candidates))]
+        host: Option<String>,
+        /// Only the failed (and unreachable) tasks.
+        #[arg(long)]
+        failed: bool,
+        /// human: sections for people; json: one JSON document.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// One self-contained HTML file of a run (no network needed to open it): header, recap,
+    /// failed tasks first, a timeline per host, changes with their diffs folded, the slowest
+    /// tasks. Written readable by its owner only, as the run record is.
+    Report {
+        /// The run's id, or its beginning (default: the last run).
+        id: Option<String>,
+        /// The file to write.
+        #[arg(short = 'o', long = "out", value_name = "FILE.html", required = true)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Only these hosts (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
+    pub limit: Option<String>,
+    /// Start at this playbook of the install (the one that failed) and run the rest in order.
+    #[arg(long, value_name = "PLAYBOOK")]
+    pub from: Option<String>,
+    /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
+    #[arg(short = 'e', long = "extra-vars")]
+    pub extra_vars: Vec<String>,
+    /// Report what would change; change nothing.
+    #[arg(short = 'C', long)]
+    pub check: bool,
+    /// Show the text differences of the files that change (secrets masked).
+    #[arg(short = 'D', long)]
+    pub diff: bool,
+    /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
+    /// Confirm what a playbook stops to ask about.
+    #[arg(long)]
+    pub yes: bool,
+    /// Go on where a playbook refuses.
     #[arg(long)]
     pub force: bool,
 }

@@ -10,10 +10,12 @@ mod config;
 pub use completions::answer_if_asked;
 mod exec;
 mod gpu;
+mod install;
 mod inventory;
 mod node;
 mod plan;
 mod run;
+mod runs;
 mod ssh_copy_id;
 mod vault;
 
@@ -41,7 +43,8 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Validate(args) => plan::validate(cli, args),
         Command::Playbooks => plan::playbooks(cli),
         Command::Run(args) => run::run(cli, args),
-        Command::Runs { count, prune } => run::runs(*count, *prune),
+        Command::Install(args) => install::install(cli, args),
+        Command::Runs { what, count, prune } => runs::runs(what.as_ref(), *count, *prune),
         Command::Node { what } => node::node(cli, what),
         Command::Gpu { what } => gpu::gpu(what),
         Command::Exec(args) => exec::exec(cli, args),

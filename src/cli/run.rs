@@ -1,6 +1,6 @@
-//! `copctl run` and `copctl runs`: the raw `run` arguments resolved once into a `RunRequest`
+//! `copctl run`: the raw `run` arguments resolved once into a `RunRequest`
 //! (`--yes`/`--force` become the variables the playbooks read, the global options fill in the
-//! rest), then loaded, planned and handed to the engine; and the list of recorded runs.
+//! rest), then loaded, planned and handed to the engine.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -150,41 +150,4 @@ fn ask_missing_secrets(site: &mut crate::site::Site) -> Result<()> {
         site.extra.insert(name, serde_json::Value::String(value));
     }
     Ok(())
-}
-
-/// `copctl runs`: the last `count` runs recorded under .copctl/runs, newest first.
-pub fn runs(count: usize, prune: Option<usize>) -> Result<i32> {
-    let mut out = std::io::stdout().lock();
-    let root = std::path::Path::new(".copctl");
-    if let Some(keep) = prune {
-        let removed = crate::report::record::prune_runs(root, keep)
-            .map_err(|e| Error::plain(format!("cannot prune .copctl/runs: {e}")))?;
-        writeln!(out, "removed {removed} run record(s) from .copctl/runs; kept the newest {keep} at most")?;
-        return Ok(0);
-    }
-    let runs = crate::report::record::list_runs(root, count);
-    if runs.is_empty() {
-        writeln!(out, "no runs recorded in .copctl/runs")?;
-    }
-    for r in runs {
-        let t = &r["totals"];
-        writeln!(
-            out,
-            "{}  exit {}  {}{}  hosts {}  ok {} changed {} failed {} unreachable {}{}",
-            r["id"].as_str().unwrap_or(""),
-            r["exit_code"],
-            r["playbooks"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" "))
-                .unwrap_or_default(),
-            r["limit"].as_str().map(|l| format!(" --limit {l}")).unwrap_or_default(),
-            r["hosts"],
-            t["ok"],
-            t["changed"],
-            t["failed"],
-            t["unreachable"],
-            if r["interrupted"] == true { "  (interrupted)" } else { "" }
-        )?;
-    }
-    Ok(0)
 }

@@ -12,6 +12,8 @@
 //! - `run_end`: `exit_code`, `interrupted`, `duration_ms`, `recap` (per host: ok, changed, failed,
 //!   skipped, unreachable, ignored, rescued, seconds)
 
+pub mod history;
+pub mod html;
 pub mod inventory;
 pub mod record;
 

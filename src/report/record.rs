@@ -11,7 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::TaskEnd;
 use crate::vars::secret::Redactor;
@@ -142,23 +142,4 @@ pub fn prune_runs(root: &Path, keep: usize) -> std::io::Result<usize> {
         fs::remove_dir_all(d)?;
     }
     Ok(old)
-}
-
-/// `copctl runs`: the recent runs, newest first.
-pub fn list_runs(root: &Path, n: usize) -> Vec<Value> {
-    let mut dirs = run_dirs(root);
-    dirs.reverse();
-    dirs.into_iter()
-        .take(n)
-        .map(|d| {
-            let id = d.file_name().and_then(|s| s.to_str()).unwrap_or("").to_string();
-            match fs::read_to_string(d.join("summary.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
-                Some(mut v) => {
-                    v["id"] = json!(id);
-                    v
-                }
-                None => json!({"id": id, "result": "incomplete (no summary: the run was killed)"}),
-            }
-        })
-        .collect()
 }

@@ -258,14 +258,18 @@ impl Ran<'_> {
 }
 
 /// What varies from one run to the next, masked: the site's scratch path → `[SITE]`, run ids
-/// (`20260102-030405-678`) → `[RUN]`, lab addresses → `[ADDR]`, and durations (`0.12s`, with
+/// (`20260102-030405-678`) → `[RUN]`, start times (`2026-01-02 03:04:05`) → `[DATE]`, lab
+/// addresses → `[ADDR]`, and durations (`0.12s`, with
 /// the spaces that right-align them) → `[T]`.
 pub fn normalize(text: &str, site: &Site) -> String {
     static RUN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d{8}-\d{6}-\d{3}\b").unwrap());
+    // A run's local start time (`copctl runs`).
+    static DATE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b").unwrap());
     static ADDR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b127\.0\.\d{1,3}\.\d{1,3}\b").unwrap());
     static TIME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"( *)\b\d+\.\d+s\b").unwrap());
     let text = text.replace(&site.dir().display().to_string(), "[SITE]");
     let text = RUN.replace_all(&text, "[RUN]");
+    let text = DATE.replace_all(&text, "[DATE]");
     let text = ADDR.replace_all(&text, "[ADDR]");
     TIME.replace_all(&text, |c: &regex::Captures| if c[1].is_empty() { "[T]" } else { " [T]" }).into_owned()
 }

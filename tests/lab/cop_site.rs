@@ -131,10 +131,7 @@ impl CopSite {
                 "gpu_chart_artifact_dir: /opt/openmaru-cop/artifacts/charts",
                 &format!("gpu_chart_artifact_dir: {}", charts.display()),
             )
-            .replace(
-                "registry_ca_file: /etc/openmaru-cop/certs/registry-ca.crt",
-                &format!("registry_ca_file: {}", ca.display()),
-            );
+            .replace("registry_ca_file: \"\"", &format!("registry_ca_file: {}", ca.display()));
         std::fs::write(dir.join("env.yaml"), env).unwrap();
         std::fs::create_dir(dir.join("home")).unwrap();
         CopSite { lab, dir: dir.to_path_buf() }
