@@ -34,6 +34,61 @@ pub struct Key {
 }
 
 impl Node {
+    /// The value under `key` of a mapping, with the key's line.
+    pub fn entry(&self, key: &str) -> Option<(&Key, &Node)> {
+        match &self.kind {
+            Kind::Map(m) => m.iter().find(|(k, _)| k.name == key).map(|(k, v)| (k, v)),
+            _ => None,
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, v)| v)
+    }
+
+    /// The line of `key` in this mapping, else this node's own.
+    pub fn key_line(&self, key: &str) -> usize {
+        self.entry(key).map_or(self.line, |(k, _)| k.line)
+    }
+
+    /// A path of keys from here (`["spec", "template", "spec"]`).
+    pub fn at(&self, path: &[&str]) -> Option<&Node> {
+        path.iter().try_fold(self, |n, k| n.get(k))
+    }
+
+    /// A scalar as text (`count: 2` and `count: "2"` alike), none for an empty one.
+    pub fn text(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Scalar(Value::String(s)) => Some(s.clone()),
+            Kind::Scalar(Value::Null) => None,
+            Kind::Scalar(v) => Some(v.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Scalar(Value::Number(n)) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    /// A list's items; nothing for anything else (an empty value included).
+    pub fn items(&self) -> &[Node] {
+        match &self.kind {
+            Kind::Seq(s) => s,
+            _ => &[],
+        }
+    }
+
+    /// A mapping's keys and values; nothing for anything else.
+    pub fn entries(&self) -> &[(Key, Node)] {
+        match &self.kind {
+            Kind::Map(m) => m,
+            _ => &[],
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match &self.kind {
             Kind::Scalar(Value::String(s)) => Some(s),
