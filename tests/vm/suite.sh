@@ -25,7 +25,7 @@ cop() {
   timeout 1800 "$copctl" -i "$run/inventory.ini" --env "$run/env.yaml" --known-hosts "$run/known_hosts" \
     --playbook-dir "$repo/playbooks" --template-dir "$repo/templates" "$@"
 }
-copb() { cop "$@" --become-password-file "$run/password"; }
+copb() { cop "$1" --become-password-file "$run/password" "${@:2}"; }
 # check NAME COMMAND...: ok when the command succeeds; its output goes to the log either way.
 check() {
   local name=$1; shift
@@ -61,19 +61,25 @@ check "swap is on before system-setup" vm cop-master-1 'test -n "$(swapon --nohe
 out=$(timed copb run system-setup system-dns 2>&1); rc=$?
 printf '%s\n' "$out" | tail -25 | sed 's/^/#   /'
 check "run system-setup system-dns: exit 0" test $rc = 0
+# What system-setup and system-dns leave, read on the machine in one login (each check a line).
 setup_state() {
-  local n=$1
-  check "$n: hostname is $n" test "$(vmu "$n" hostname)" = "$n"
-  check "$n: hostnamectl's static hostname is $n" vm "$n" "test \"\$(hostnamectl --static)\" = $n && grep -qx $n /etc/hostname"
-  check "$n: no swap in use, none in fstab" vm "$n" 'test -z "$(swapon --noheadings --show)" && test "$(wc -l < /proc/swaps)" = 1 && ! grep -Eq "^[^#]\S*\s+\S+\s+swap\s" /etc/fstab'
-  check "$n: overlay and br_netfilter loaded" vm "$n" 'grep -q "^overlay " /proc/modules && grep -q "^br_netfilter " /proc/modules'
-  check "$n: overlay and br_netfilter in modules-load.d" vm "$n" 'grep -qx overlay /etc/modules-load.d/rke2.conf && grep -qx br_netfilter /etc/modules-load.d/rke2.conf'
-  check "$n: sysctl values in /proc" vm "$n" 'test "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 && test "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables)" = 1 && test "$(cat /proc/sys/net/bridge/bridge-nf-call-ip6tables)" = 1 && test "$(cat /proc/sys/fs/inotify/max_user_instances)" = 8192 && test "$(cat /proc/sys/fs/inotify/max_user_watches)" = 524288'
-  check "$n: chrony installed, enabled, running with copctl's configuration" vm "$n" 'dpkg-query -W -f="\${Status}" chrony | grep -q "ok installed" && systemctl is-enabled -q chrony && systemctl is-active -q chrony && grep -q "^local stratum 10" /etc/chrony/chrony.conf && chronyc -n tracking >/dev/null'
-  check "$n: systemd-timesyncd not running" vm "$n" '! systemctl is-active -q systemd-timesyncd'
-  check "$n: no firewall active" vm "$n" '! systemctl is-active -q firewalld && ! ufw status | grep -q "Status: active"'
-  check "$n: /etc/hosts block with the nodes and platform names" vm "$n" 'grep -q "^# BEGIN OPENMARU COP HOSTS (copctl)" /etc/hosts && grep -q "^127.0.0.1 cop-gpu-1$" /etc/hosts && grep -q "^127.0.0.1 console.cop.example.com$" /etc/hosts && getent hosts registry.cop.example.com | grep -q 127.0.0.1'
-  check "$n: systemd-resolved uses the site's resolver" vm "$n" 'grep -qx "DNS=127.0.0.1" /etc/systemd/resolved.conf.d/openmaru-cop.conf && systemctl is-active -q systemd-resolved && resolvectl dns | grep -q 127.0.0.1 && resolvectl domain | grep -q cop.example.com'
+  local n=$1 out
+  out=$(vm "$n" "n=$n; $(cat <<'EOS'
+c() { local name=$1; shift; if out=$(eval "$*" 2>&1); then echo "ok - $n: $name"; else echo "not ok - $n: $name"; printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'; fi; }
+c "hostname is $n" 'test "$(hostname)" = "$n"'
+c "hostnamectl's static hostname is $n" 'test "$(hostnamectl --static)" = "$n" && grep -qx "$n" /etc/hostname'
+c "no swap in use, none in fstab" 'test -z "$(swapon --noheadings --show)" && test "$(wc -l < /proc/swaps)" = 1 && ! grep -Eq "^[^#]\S*\s+\S+\s+swap\s" /etc/fstab'
+c "overlay and br_netfilter loaded" 'grep -q "^overlay " /proc/modules && grep -q "^br_netfilter " /proc/modules'
+c "overlay and br_netfilter in modules-load.d" 'grep -qx overlay /etc/modules-load.d/rke2.conf && grep -qx br_netfilter /etc/modules-load.d/rke2.conf'
+c "sysctl values in /proc" 'test "$(cat /proc/sys/net/ipv4/ip_forward)" = 1 && test "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables)" = 1 && test "$(cat /proc/sys/net/bridge/bridge-nf-call-ip6tables)" = 1 && test "$(cat /proc/sys/fs/inotify/max_user_instances)" = 8192 && test "$(cat /proc/sys/fs/inotify/max_user_watches)" = 524288'
+c "chrony installed, enabled, running with copctl's configuration" 'dpkg-query -W -f="\${Status}" chrony | grep -q "ok installed" && systemctl is-enabled -q chrony && systemctl is-active -q chrony && grep -q "^local stratum 10" /etc/chrony/chrony.conf && chronyc -n tracking'
+c "systemd-timesyncd not running" '! systemctl is-active -q systemd-timesyncd'
+c "no firewall active" '! systemctl is-active -q firewalld && ! ufw status | grep -q "Status: active"'
+c "/etc/hosts block with the nodes and platform names" 'grep -q "^# BEGIN OPENMARU COP HOSTS (copctl)" /etc/hosts && grep -q "^127.0.0.1 cop-gpu-1$" /etc/hosts && grep -q "^127.0.0.1 console.cop.example.com$" /etc/hosts && getent hosts registry.cop.example.com | grep -q 127.0.0.1'
+c "systemd-resolved uses the site's resolver" 'grep -qx "DNS=127.0.0.1" /etc/systemd/resolved.conf.d/openmaru-cop.conf && systemctl is-active -q systemd-resolved && resolvectl dns | grep -q 127.0.0.1 && resolvectl domain | grep -q cop.example.com'
+EOS
+)" 2>&1)
+  if grep -q '^ok - ' <<< "$out"; then printf '%s\n' "$out"; else fail "$n: state read after setup (login failed)"; printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'; fi
 }
 for n in "${names[@]}"; do setup_state "$n"; done
 
