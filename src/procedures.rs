@@ -1,6 +1,6 @@
 //! The manual's node procedures as sequences of playbooks: which shipped playbooks, with which
 //! variables, in which order, make up `node add`, `node remove`, `node drain` and `node
-//! uncordon`. Domain knowledge, kept out of the command line (which only asks, confirms and
+//! cordon|uncordon`. Domain knowledge, kept out of the command line (which only asks, confirms and
 //! prints) so that every front end gets the same sequence; not in `playbook/`, because the
 //! sequence depends on the site (the node's groups, the playbooks the site has) and the playbook
 //! model knows nothing of an inventory.
@@ -58,17 +58,40 @@ pub fn node_remove(name: &str, force: bool, unreachable: bool) -> Procedure {
     Procedure { playbooks: vec!["node-remove".to_string()], extra_vars, notes: Vec::new() }
 }
 
+/// How a drain treats what is on the node: `yes` / `force` answer the GPU work check as for the
+/// rolling restart; `force_unmanaged` deletes pods no controller manages (kubectl's `--force`),
+/// which otherwise stop the drain.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DrainOptions {
+    pub yes: bool,
+    pub force: bool,
+    pub force_unmanaged: bool,
+}
+
 /// The manual's "Graceful Shutdown of a Worker Node", steps 1 and 2: `node-drain` with the node
-/// named. `yes` / `force` answer the GPU work check as for the rolling restart.
-pub fn node_drain(name: &str, yes: bool, force: bool) -> Procedure {
+/// named.
+pub fn node_drain(name: &str, o: DrainOptions) -> Procedure {
     let mut extra_vars = vec![format!("node={name}")];
-    if yes {
+    if o.yes {
         extra_vars.push("{\"yes\": true}".into());
     }
-    if force {
+    if o.force {
         extra_vars.push("{\"force\": true}".into());
     }
+    if o.force_unmanaged {
+        extra_vars.push("{\"drain_force_unmanaged\": true}".into());
+    }
     Procedure { playbooks: vec!["node-drain".to_string()], extra_vars, notes: Vec::new() }
+}
+
+/// The manual's "Rebalancing load": `node-cordon` with the node named; the cordon is held as
+/// node-drain's is, until `node uncordon`.
+pub fn node_cordon(name: &str) -> Procedure {
+    Procedure {
+        playbooks: vec!["node-cordon".to_string()],
+        extra_vars: vec![format!("node={name}")],
+        notes: Vec::new(),
+    }
 }
 
 /// Step 3 of the same procedure: `node-uncordon` with the node named.
@@ -95,9 +118,12 @@ mod tests {
 
     #[test]
     fn node_drain_and_uncordon_name_the_node() {
-        let p = node_drain("cop-gpu-1", true, false);
+        let p = node_drain("cop-gpu-1", DrainOptions { yes: true, ..DrainOptions::default() });
         assert_eq!(p.playbooks, ["node-drain"]);
         assert_eq!(p.extra_vars, ["node=cop-gpu-1", "{\"yes\": true}"]);
+        let p = node_drain("w", DrainOptions { force_unmanaged: true, ..DrainOptions::default() });
+        assert_eq!(p.extra_vars, ["node=w", "{\"drain_force_unmanaged\": true}"]);
         assert_eq!(node_uncordon("cop-worker-2").extra_vars, ["node=cop-worker-2"]);
+        assert_eq!(node_cordon("cop-worker-2").playbooks, ["node-cordon"]);
     }
 }

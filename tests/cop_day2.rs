@@ -114,3 +114,115 @@ fn the_admin_kubeconfig_reaches_the_bastion_naming_the_first_server_and_a_rerun_
     );
     assert_eq!(std::fs::read_to_string(&kubeconfig).unwrap(), before);
 }
+
+// --- 2. node cordon, and drains of pods no controller manages ---
+
+/// A pod file on `node` (`ns_name.kind`: `.pod` managed by a controller, `.bare` by none).
+fn pod(c: &Site, node: &str, file: &str) {
+    let dir = cluster(c, &format!("pods/{node}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(file), "app=web\n").unwrap();
+}
+
+fn pods_on(c: &Site, node: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(cluster(c, &format!("pods/{node}")))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn node_state(c: &Site, node: &str, what: &str) -> String {
+    std::fs::read_to_string(cluster(c, &format!("nodes/{node}/{what}"))).unwrap().trim().to_string()
+}
+
+/// The calls that change something (kubectl's reads left out).
+fn changes(calls: &[String]) -> Vec<&str> {
+    calls.iter().filter(|l| !l.starts_with("kubectl get ")).map(String::as_str).collect()
+}
+
+#[test]
+fn node_cordon_cordons_only_that_node_holds_until_uncordon_and_a_rerun_changes_nothing() {
+    let c = installed();
+    pod(&c, "cop-worker-2", "app_web-1.pod");
+    let before = calls_now(&c);
+    let out = c.test().args(["node", "cordon", "cop-worker-2"]).run().stdout;
+    assert!(
+        out.ends_with(
+            "cop-worker-2 is cordoned: no new pods are scheduled on it and its pods stay; `copctl node uncordon \
+             cop-worker-2` lifts it (other procedures leave this cordon alone)\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true");
+    assert_eq!(node_state(&c, "cop-worker-2", "annotations"), "copctl.openmaru.io/cordoned=held");
+    assert_eq!(pods_on(&c, "cop-worker-2"), ["app_web-1.pod"], "cordon only: the pods stay");
+    // kubectl on the first server, about cop-worker-2 only; no other host saw a call.
+    let new = new_calls(&c, &before);
+    assert_eq!(
+        changes(&new[0]),
+        [
+            "kubectl cordon cop-worker-2",
+            "kubectl annotate node cop-worker-2 copctl.openmaru.io/cordoned=held --overwrite"
+        ]
+    );
+    assert!(new[1..].iter().all(Vec::is_empty), "{new:?}");
+
+    // Again: already cordoned (held), nothing changes.
+    let before = calls_now(&c);
+    let ran = c.test().args(["node", "cordon", "cop-worker-2", "--output", "json"]).run();
+    assert_eq!(changed(&ran), 0);
+    assert!(new_calls(&c, &before).iter().all(|n| changes(n).is_empty()));
+
+    // The cordon outlives a rolling restart of the node's group; only node uncordon lifts it.
+    c.run_json(
+        &["rolling-restart", "-e", "target_group=workers", "-e", "cordon_nodes=true", "--limit", "cop-worker-2"],
+        0,
+    );
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "true");
+    let out = c.test().args(["node", "uncordon", "cop-worker-2"]).run().stdout;
+    assert!(out.ends_with("cop-worker-2 is uncordoned: pods can be scheduled on it again\n"), "{out}");
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false");
+
+    // A name the inventory does not have.
+    c.test().args(["node", "cordon", "cop-worker-9"]).status(1).stdout("").stderr_normalized(NO_SUCH_NODE).run();
+}
+
+const NO_SUCH_NODE: &str = "  x node 'cop-worker-9' matches no host in inventory.ini
+  help: did you mean: cop-worker-1, cop-worker-2, cop-worker-3?; add the node to inventory.ini (and its settings to env.yaml) first: the manual's step 2
+
+";
+
+#[test]
+fn a_pod_no_controller_manages_stops_the_drain_until_force_unmanaged_deletes_it() {
+    let c = installed();
+    pod(&c, "cop-worker-2", "app_web-1.pod");
+    pod(&c, "cop-worker-2", "ops_debug.bare");
+    let ran = c.test().args(["node", "drain", "cop-worker-2", "--output", "json"]).status(2).run();
+    let failed = ran.events().into_iter().find(|e| e["event"] == "task_end" && e["status"] == "failed").unwrap();
+    assert_eq!(
+        failed["msg"],
+        "drain of cop-worker-2 failed (drain cop-worker-2: cannot delete Pods that declare no controller (use --force \
+         to override): ops/debug): cop-worker-2 uncordoned, stopping here; pods no controller manages are deleted, not \
+         moved, by copctl node drain --force-unmanaged (-e drain_force_unmanaged=true)"
+    );
+    assert_eq!(node_state(&c, "cop-worker-2", "unschedulable"), "false", "a failed drain leaves it schedulable");
+    assert_eq!(pods_on(&c, "cop-worker-2"), ["app_web-1.pod", "ops_debug.bare"]);
+    // --force (the GPU capacity override) is not kubectl's --force.
+    c.test().args(["node", "drain", "cop-worker-2", "--force"]).status(2).run();
+    assert_eq!(pods_on(&c, "cop-worker-2"), ["app_web-1.pod", "ops_debug.bare"]);
+
+    let before = calls_now(&c);
+    c.test().args(["node", "drain", "cop-worker-2", "--force-unmanaged"]).run();
+    assert_eq!(pods_on(&c, "cop-worker-2"), Vec::<String>::new());
+    let new = new_calls(&c, &before);
+    assert_eq!(
+        changes(&new[0]),
+        [
+            "kubectl cordon cop-worker-2",
+            "kubectl annotate node cop-worker-2 copctl.openmaru.io/cordoned=held --overwrite",
+            "kubectl drain cop-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=300s --force"
+        ]
+    );
+    assert!(new[1..].iter().all(Vec::is_empty), "{new:?}");
+}
