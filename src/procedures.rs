@@ -3,7 +3,8 @@
 //! cordon|uncordon`. Domain knowledge, kept out of the command line (which only asks, confirms and
 //! prints) so that every front end gets the same sequence; not in `playbook/`, because the
 //! sequence depends on the site (the node's groups, the playbooks the site has) and the playbook
-//! model knows nothing of an inventory.
+//! model knows nothing of an inventory. Also which playbooks destroy what no re-run brings back,
+//! and what the operator is asked before they run.
 
 use crate::site::Site;
 
@@ -103,6 +104,49 @@ pub fn node_uncordon(name: &str) -> Procedure {
     }
 }
 
+/// What the operator is asked before a playbook that destroys what no re-run brings back, and
+/// the word they type to confirm it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmation {
+    pub question: String,
+    pub word: &'static str,
+}
+
+/// The host pattern whose hosts (within the limit) a destructive playbook works on, if `playbook`
+/// is one: what the question names.
+pub fn destructive_hosts(playbook: &str) -> Option<&'static str> {
+    match playbook {
+        "rke2-uninstall" => Some("masters:workers:gpu"),
+        "etcd-restore" => Some("masters"),
+        _ => None,
+    }
+}
+
+/// The question for `playbook` on `nodes` (`snapshot`: etcd-restore's `-e etcd_snapshot`).
+pub fn confirmation(playbook: &str, nodes: &[String], snapshot: Option<&str>) -> Option<Confirmation> {
+    let list = nodes.join(", ");
+    match playbook {
+        "rke2-uninstall" => Some(Confirmation {
+            question: format!(
+                "Uninstall RKE2 from {} node(s): {list}?\nAgents first, then servers; RKE2 and its data (etcd, \
+                 /var/lib/rancher/rke2, /etc/rancher) are deleted from them. The bastion's kubeconfig and etcd \
+                 snapshots stay.",
+                nodes.len()
+            ),
+            word: "uninstall",
+        }),
+        "etcd-restore" => Some(Confirmation {
+            question: format!(
+                "Restore etcd from the snapshot {} on {list}?\nEvery server is stopped and the cluster goes back to \
+                 the snapshot's state: what changed since it was taken is lost.",
+                snapshot.unwrap_or("(none given: -e etcd_snapshot=NAME)")
+            ),
+            word: "restore",
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +169,17 @@ mod tests {
         assert_eq!(p.extra_vars, ["node=w", "{\"drain_force_unmanaged\": true}"]);
         assert_eq!(node_uncordon("cop-worker-2").extra_vars, ["node=cop-worker-2"]);
         assert_eq!(node_cordon("cop-worker-2").playbooks, ["node-cordon"]);
+    }
+
+    #[test]
+    fn destructive_playbooks_name_what_they_destroy() {
+        let nodes = ["w1".to_string(), "m1".to_string()];
+        let c = confirmation("rke2-uninstall", &nodes, None).unwrap();
+        assert_eq!(c.word, "uninstall");
+        assert!(c.question.starts_with("Uninstall RKE2 from 2 node(s): w1, m1?\n"), "{}", c.question);
+        let c = confirmation("etcd-restore", &nodes[1..], Some("s1")).unwrap();
+        assert!(c.question.starts_with("Restore etcd from the snapshot s1 on m1?\n"), "{}", c.question);
+        assert_eq!(confirmation("rke2-install", &nodes, None), None);
+        assert_eq!(destructive_hosts("rke2-install"), None);
     }
 }
