@@ -226,3 +226,276 @@ fn a_pod_no_controller_manages_stops_the_drain_until_force_unmanaged_deletes_it(
     );
     assert!(new[1..].iter().all(Vec::is_empty), "{new:?}");
 }
+
+// --- 3. rke2-uninstall ---
+
+/// `copctl ARGS` on a terminal (util-linux `script`), `input` typed there: its exit status and
+/// what the terminal showed.
+fn on_terminal(c: &Site, args: &str, input: &str) -> (i32, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", env!("CARGO_BIN_EXE_copctl")), "/dev/null"])
+        .current_dir(c.dir())
+        .env("NO_COLOR", "1")
+        .env("COPCTL_INVENTORY", "inventory.ini")
+        .env("COPCTL_KNOWN_HOSTS", &c.lab().known_hosts)
+        .env("HOME", c.path("home"))
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    // The terminal echoes what was typed, before or after the question (whichever came first).
+    let shown = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n").replacen(input, "", 1);
+    (out.status.code().unwrap(), shown)
+}
+
+fn step_msg(ev: &[Value], step: &str) -> Value {
+    ev.iter().find(|e| e["event"] == "task_end" && e["step"] == step).unwrap_or_else(|| panic!("no {step}"))["msg"]
+        .clone()
+}
+
+#[test]
+fn rke2_uninstall_asks_removes_agents_before_servers_keeps_the_bastions_copies_and_a_rerun_changes_nothing() {
+    let c = installed();
+    c.run_json(&["rke2-post-install"], 0);
+    c.write(".copctl/etcd-snapshots/copctl-cop-master-1-1700000000", "snapshot");
+    c.write(".copctl/etcd-snapshots/copctl-cop-master-1-1700000000.sha256", "x  copctl-cop-master-1-1700000000\n");
+    let before = calls_now(&c);
+
+    // No terminal and no --yes: refused before anything connects.
+    c.test()
+        .args(["run", "rke2-uninstall"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "  x rke2-uninstall needs a confirmation and there is no terminal to ask on\n  help: pass --yes to confirm on \
+             the command line\n\n",
+        )
+        .run();
+    // On a terminal, anything but the word changes nothing.
+    let (status, shown) = on_terminal(&c, "run rke2-uninstall --limit cop-worker-1", "yes\n");
+    assert_eq!(status, 1, "{shown}");
+    assert_eq!(
+        shown,
+        "Uninstall RKE2 from 1 node(s): cop-worker-1?\nAgents first, then servers; RKE2 and its data (etcd, \
+         /var/lib/rancher/rke2, /etc/rancher) are deleted from them. The bastion's kubeconfig and etcd snapshots \
+         stay.\nType 'uninstall' to confirm: not confirmed: nothing was changed\n"
+    );
+    // Some servers but not all: refused before anything changes (etcd would lose its quorum).
+    let ev = c.run_json(&["rke2-uninstall", "--yes", "--limit", "cop-master-1,cop-master-2,cop-worker-1"], 2).events();
+    assert_eq!(
+        step_msg(&ev, "every server or none"),
+        "rke2-uninstall ends the cluster with its servers, and the limit holds cop-master-1, cop-master-2 but not \
+         cop-master-3: uninstall every server at once, or take one node out of the running cluster with copctl node \
+         remove NAME; nothing was changed"
+    );
+    assert_eq!(new_calls(&c, &before), vec![Vec::<String>::new(); NAMES.len()], "nothing ran on a node");
+
+    // Agents alone (the limit): only they go; the servers stay.
+    let (status, shown) = on_terminal(&c, "run rke2-uninstall --limit cop-worker-1", "uninstall\n");
+    assert_eq!(status, 0, "{shown}");
+    assert!(!c.lab().path(idx("cop-worker-1"), "/usr/local/bin/rke2").exists());
+    assert!(c.lab().path(idx("cop-worker-2"), "/usr/local/bin/rke2").exists());
+    assert!(c.lab().path(0, "/usr/local/bin/rke2").exists());
+
+    // Everything: agents, then servers; what the bastion keeps is named.
+    let ev = c.run_json(&["rke2-uninstall", "--yes"], 0).events();
+    let uninstalls: Vec<(String, String)> = steps_run(&ev).into_iter().filter(|(_, s)| s == "uninstall rke2").collect();
+    assert_eq!(uninstalls.len(), NAMES.len());
+    let last_agent = uninstalls.iter().rposition(|(h, _)| !h.starts_with("cop-master")).unwrap();
+    let first_server = uninstalls.iter().position(|(h, _)| h.starts_with("cop-master")).unwrap();
+    assert!(last_agent < first_server, "{uninstalls:?}");
+    let agents_done = ev
+        .iter()
+        .filter(|e| {
+            e["event"] == "task_end"
+                && e["step"] == "uninstall rke2"
+                && !e["host"].as_str().unwrap().starts_with("cop-master")
+        })
+        .map(|e| e["ts"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let servers_began = ev
+        .iter()
+        .filter(|e| {
+            e["event"] == "task_start"
+                && e["step"] == "uninstall rke2"
+                && e["host"].as_str().unwrap().starts_with("cop-master")
+        })
+        .map(|e| e["ts"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    assert!(agents_done <= servers_began, "a server was uninstalled before every agent was");
+    assert_eq!(
+        step_msg(&ev, "kept on the bastion"),
+        "left in place on the bastion: .copctl/kubeconfig (the admin kubeconfig of the uninstalled cluster); \
+         .copctl/etcd-snapshots (1 etcd snapshot(s), each with its .sha256)"
+    );
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        assert!(!c.lab().path(i, "/usr/local/bin/rke2").exists(), "{name}");
+        assert!(!c.lab().path(i, "/var/lib/rancher/rke2").exists(), "{name}");
+        let calls = c.lab().double_calls(i);
+        assert_eq!(calls.iter().filter(|l| *l == "rke2-uninstall.sh").count(), 1, "{name}: {calls:?}");
+    }
+    assert!(c.path(".copctl/kubeconfig").exists() && c.path(".copctl/etcd-snapshots").exists());
+
+    // Nothing left to remove: a re-run changes nothing.
+    let ran = c.run_json(&["rke2-uninstall", "--yes"], 0);
+    assert_eq!(changed(&ran), 0);
+}
+
+// --- 4. etcd: scheduled snapshots, a snapshot to the bastion, the restore ---
+
+/// A YAML file on lab host `i`, parsed.
+fn yaml_file(c: &Site, i: usize, path: &str) -> Value {
+    let text = std::fs::read_to_string(c.lab().path(i, path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML ({e}):\n{text}"))
+}
+
+/// The snapshots on the bastion (not their .sha256 files), oldest first.
+fn bastion_snapshots(c: &Site) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(c.path(".copctl/etcd-snapshots"))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.retain(|n| !n.ends_with(".sha256"));
+    v.sort();
+    v
+}
+
+fn sha256(path: &std::path::Path) -> String {
+    let out = std::process::Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split(' ').next().unwrap().to_string()
+}
+
+const SNAPSHOTS: &str = "/var/lib/rancher/rke2/server/db/snapshots";
+
+#[test]
+fn the_servers_config_carries_the_snapshot_schedule_and_a_bad_one_is_refused() {
+    let c = installed();
+    let cfg = yaml_file(&c, 0, "/etc/rancher/rke2/config.yaml");
+    assert_eq!(cfg["etcd-snapshot-schedule-cron"], "0 */12 * * *", "{cfg}");
+    assert_eq!(cfg["etcd-snapshot-retention"], 5, "{cfg}");
+    let agent = yaml_file(&c, idx("cop-worker-1"), "/etc/rancher/rke2/config.yaml");
+    assert!(agent.get("etcd-snapshot-retention").is_none(), "{agent}");
+    // A re-run changes nothing; another schedule reaches the servers (and restarts them, one at a time).
+    assert_eq!(changed(&c.run_json(&["rke2-install"], 0)), 0);
+    c.run_json(
+        &["rke2-install", "-e", r#"{"etcd_snapshot_schedule": "0 */4 * * *", "etcd_snapshot_retention": 10}"#],
+        0,
+    );
+    let cfg = yaml_file(&c, 2, "/etc/rancher/rke2/config.yaml");
+    assert_eq!(
+        (cfg["etcd-snapshot-schedule-cron"].as_str(), cfg["etcd-snapshot-retention"].as_u64()),
+        (Some("0 */4 * * *"), Some(10))
+    );
+    assert!(cluster_file(&c, "restart-violations").is_empty(), "{:?}", cluster_file(&c, "restart-violations"));
+    c.test()
+        .args(["plan", "rke2-install", "-e", "etcd_snapshot_retention=0"])
+        .status(1)
+        .stdout("")
+        .stderr_normalized(BAD_RETENTION)
+        .run();
+    c.test()
+        .args(["plan", "rke2-install", "-e", r#"{"etcd_snapshot_schedule": "every 4 hours"}"#])
+        .status(1)
+        .stdout("")
+        .stderr_normalized(BAD_SCHEDULE)
+        .run();
+}
+
+const BAD_RETENTION: &str = r#"  x playbooks/rke2-install.yaml:11:1: etcd_snapshot_retention must be how many snapshots RKE2 keeps (1 or more), not '0'
+    ,-[playbooks/rke2-install.yaml:11:1]
+ 10 |     msg: "gpu_dra_sharing_enabled (the DRAConsumableCapacity feature gate) needs Kubernetes 1.34.2 or later (the manual's DRA objects are resource.k8s.io/v1) and rke2_version is {{ rke2_version }}: set rke2_version to v1.34.2+rke2r1 or later, or gpu_dra_sharing_enabled: false"
+ 11 |   - that: (etcd_snapshot_retention | default('') | string) == '' or (etcd_snapshot_retention | string | regex_replace('^[1-9][0-9]*$', '')) == ''
+    : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    :                                                                         `-- this requirement
+ 12 |     msg: "etcd_snapshot_retention must be how many snapshots RKE2 keeps (1 or more), not '{{ etcd_snapshot_retention }}'"
+    `----
+  help: rke2-install requires: (etcd_snapshot_retention | default('') | string) == '' or (etcd_snapshot_retention | string | regex_replace('^[1-9][0-9]*$', '')) == ''; fix the settings in env.yaml (or -e)
+
+"#;
+const BAD_SCHEDULE: &str = r#"  x playbooks/rke2-install.yaml:13:1: etcd_snapshot_schedule must be a cron spec of five fields such as "0 */12 * * *", not 'every 4 hours'
+    ,-[playbooks/rke2-install.yaml:13:1]
+ 12 |     msg: "etcd_snapshot_retention must be how many snapshots RKE2 keeps (1 or more), not '{{ etcd_snapshot_retention }}'"
+ 13 |   - that: (etcd_snapshot_schedule | default('') | string) == '' or (etcd_snapshot_schedule | string | trim | regex_replace('^\\S+( +\\S+){4}$', '')) == ''
+    : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+    :                                                                              `-- this requirement
+ 14 |     msg: "etcd_snapshot_schedule must be a cron spec of five fields such as \"0 */12 * * *\", not '{{ etcd_snapshot_schedule }}'"
+    `----
+  help: rke2-install requires: (etcd_snapshot_schedule | default('') | string) == '' or (etcd_snapshot_schedule | string | trim | regex_replace('^\\S+( +\\S+){4}$', '')) == ''; fix the settings in env.yaml (or -e)
+
+"#;
+
+#[test]
+fn an_etcd_snapshot_is_taken_on_one_server_and_reaches_the_bastion_with_its_checksum() {
+    let c = installed();
+    std::fs::write(cluster(&c, "etcd/data"), "objects: before\n").unwrap();
+    // No server in the limit: no snapshot, nothing read anywhere.
+    let before = calls_now(&c);
+    c.test()
+        .args(["run", "etcd-snapshot", "--limit", "cop-worker-1"])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "  x --limit 'cop-worker-1' leaves nothing to do: no play of etcd-snapshot targets those hosts\n  help: \
+             check the play's hosts: patterns (copctl plan without --limit shows them)\n\n",
+        )
+        .run();
+    assert_eq!(new_calls(&c, &before), vec![Vec::<String>::new(); NAMES.len()]);
+    assert!(bastion_snapshots(&c).is_empty());
+
+    let start = cluster_events(&c).len();
+    let ev = c.run_json(&["etcd-snapshot"], 0).events();
+    let taken: Vec<_> = cluster_events(&c).into_iter().skip(start).filter(|e| e.what == "etcd-snapshot").collect();
+    assert_eq!(taken.len(), 1, "one snapshot for the cluster");
+    assert_eq!(taken[0].args[0], "cop-master-1");
+    let name = taken[0].args[1].clone();
+    assert!(name.starts_with("copctl-cop-master-1-"), "{name}");
+    let steps: Vec<String> = steps_run(&ev).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        steps,
+        [
+            "etcd snapshot",
+            "snapshot checksum on the server",
+            "snapshot directory on the bastion",
+            "snapshot directory's path",
+            "snapshot to the bastion",
+            "snapshot checksum on the bastion",
+            "snapshot taken",
+        ]
+    );
+    assert_eq!(bastion_snapshots(&c), [name.clone()]);
+    let copy = c.path(&format!(".copctl/etcd-snapshots/{name}"));
+    let on_server = c.lab().path(0, &format!("{SNAPSHOTS}/{name}"));
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&on_server).unwrap());
+    assert!(std::fs::read_to_string(&copy).unwrap().ends_with("objects: before\n"));
+    assert_eq!((mode(&copy), mode(&c.path(".copctl/etcd-snapshots"))), (0o600, 0o700));
+    let sum = sha256(&copy);
+    let sum_file = c.path(&format!(".copctl/etcd-snapshots/{name}.sha256"));
+    assert_eq!(std::fs::read_to_string(&sum_file).unwrap(), format!("{sum}  {name}\n"));
+    assert_eq!(mode(&sum_file), 0o600);
+    assert_eq!(
+        step_msg(&ev, "snapshot taken"),
+        format!(
+            "etcd snapshot {name} of cop-master-1: in {SNAPSHOTS} there, and on the bastion .copctl/etcd-snapshots/{name} \
+             (0600) with its sha256 {sum} in {name}.sha256; restore it with copctl run etcd-restore -e etcd_snapshot={name}"
+        )
+    );
+
+    // The limit picks the server; the other servers and every agent are left alone.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let before = calls_now(&c);
+    c.run_json(&["etcd-snapshot", "--limit", "cop-master-2"], 0);
+    let new = new_calls(&c, &before);
+    assert_eq!(new[1].iter().filter(|l| l.starts_with("rke2 etcd-snapshot save")).count(), 1, "{:?}", new[1]);
+    assert!(new.iter().enumerate().all(|(i, n)| i == 1 || n.is_empty()), "{new:?}");
+    let all = bastion_snapshots(&c);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all.iter().any(|n| n.starts_with("copctl-cop-master-2-")));
+    // The earlier copy is left as it was.
+    assert_eq!(sha256(&copy), sum);
+}
