@@ -499,3 +499,198 @@ fn an_etcd_snapshot_is_taken_on_one_server_and_reaches_the_bastion_with_its_chec
     // The earlier copy is left as it was.
     assert_eq!(sha256(&copy), sum);
 }
+
+/// The cluster's keyspace stand-in (the doubles' etcd/data).
+fn etcd_data(c: &Site) -> String {
+    std::fs::read_to_string(cluster(c, "etcd/data")).unwrap_or_default()
+}
+
+fn etcd_members(c: &Site) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(cluster(c, "etcd/members"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The paths under a lab host's directory whose names start with `prefix`.
+fn entries(c: &Site, i: usize, dir: &str, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(c.lab().path(i, dir))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(prefix)).collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn etcd_restore_checks_the_snapshot_then_follows_rke2s_order_and_brings_its_state_back() {
+    let c = installed();
+    std::fs::write(cluster(&c, "etcd/data"), "objects: before\n").unwrap();
+    c.run_json(&["etcd-snapshot"], 0);
+    let name = bastion_snapshots(&c).pop().unwrap();
+    std::fs::write(cluster(&c, "etcd/data"), "objects: after\n").unwrap();
+    // Only on the bastion now: the restore puts it back on the first server.
+    std::fs::remove_file(c.lab().path(0, &format!("{SNAPSHOTS}/{name}"))).unwrap();
+    let snap = format!("etcd_snapshot={name}");
+    let before = calls_now(&c);
+
+    // Refused before anything runs: no confirmation, no snapshot named, a limit short of a server.
+    c.test()
+        .args(["run", "etcd-restore", "-e", &snap])
+        .status(1)
+        .stdout("")
+        .stderr(
+            "  x etcd-restore needs a confirmation and there is no terminal to ask on\n  help: pass --yes to confirm on \
+             the command line\n\n",
+        )
+        .run();
+    let (status, shown) = on_terminal(&c, &format!("run etcd-restore -e {snap}"), "no\n");
+    assert_eq!(status, 1, "{shown}");
+    assert_eq!(
+        shown,
+        format!(
+            "Restore etcd from the snapshot {name} on cop-master-1, cop-master-2, cop-master-3?\nEvery server is stopped \
+             and the cluster goes back to the snapshot's state: what changed since it was taken is lost.\nType 'restore' \
+             to confirm: not confirmed: nothing was changed\n"
+        )
+    );
+    c.test().args(["run", "etcd-restore", "--yes"]).status(1).stdout("").stderr_normalized(NO_SNAPSHOT).run();
+    let ev = c.run_json(&["etcd-restore", "--yes", "-e", &snap, "--limit", "cop-master-1,cop-master-2"], 2).events();
+    assert_eq!(
+        step_msg(&ev, "every server in the limit"),
+        "etcd-restore stops and restores every server, and the limit holds cop-master-1, cop-master-2 but not \
+         cop-master-3: run it with every server in the limit; nothing was changed"
+    );
+    // A snapshot that is not the one taken (its checksum differs): refused before anything stops.
+    let copy = c.path(&format!(".copctl/etcd-snapshots/{name}"));
+    let good = std::fs::read(&copy).unwrap();
+    std::fs::write(&copy, b"etcd-snapshot tampered\n").unwrap();
+    let ev = c.run_json(&["etcd-restore", "--yes", "-e", &snap], 2).events();
+    let refused = ev.iter().find(|e| e["event"] == "task_end" && e["status"] == "failed").unwrap();
+    let (bad, want) =
+        (sha256(&copy), std::fs::read_to_string(c.path(&format!(".copctl/etcd-snapshots/{name}.sha256"))).unwrap());
+    assert_eq!(
+        refused["msg"],
+        format!(
+            "non-zero return code 1: .copctl/etcd-snapshots/{name} has sha256 {bad}, but {name}.sha256 says {}: the file is not the snapshot \
+             that was taken; refusing to restore from it, nothing was changed",
+            want.split(' ').next().unwrap()
+        )
+    );
+    std::fs::write(&copy, good).unwrap();
+    // No snapshot of that name anywhere.
+    let ev = c.run_json(&["etcd-restore", "--yes", "-e", "etcd_snapshot=copctl-nowhere-1"], 2).events();
+    assert_eq!(
+        step_msg(&ev, "a snapshot to restore"),
+        format!(
+            "no snapshot copctl-nowhere-1 on the bastion (.copctl/etcd-snapshots) nor on cop-master-1 ({SNAPSHOTS}); \
+             nothing was changed"
+        )
+    );
+    let new = new_calls(&c, &before);
+    assert!(new.iter().all(|n| n.iter().all(|l| !l.starts_with("systemctl") && !l.starts_with("rke2"))), "{new:?}");
+    assert_eq!(etcd_data(&c), "objects: after\n");
+
+    // The servers only (the limit): RKE2's order, the agents left alone.
+    let start = cluster_events(&c).len();
+    let joins_before = cluster_file(&c, "joins").len();
+    let before = calls_now(&c);
+    c.run_json(&["etcd-restore", "--yes", "-e", &snap, "--limit", "masters"], 0);
+    assert_eq!(etcd_data(&c), "objects: before\n", "the snapshot's state is back");
+    assert_eq!(cluster_file(&c, "restore-violations"), Vec::<String>::new());
+    let ev: Vec<_> = cluster_events(&c).into_iter().skip(start).collect();
+    let stops: Vec<(String, u128)> =
+        ev.iter().filter(|e| e.what == "stop").map(|e| (e.args[0].clone(), e.at)).collect();
+    let mut stopped: Vec<&str> = stops.iter().map(|s| s.0.as_str()).collect();
+    stopped.sort();
+    assert_eq!(stopped, ["cop-master-1", "cop-master-2", "cop-master-3"]);
+    let reset = ev.iter().find(|e| e.what == "cluster-reset").unwrap();
+    assert_eq!(reset.args, ["cop-master-1", name.as_str()]);
+    assert!(stops.iter().all(|s| s.1 < reset.at), "every server stopped before the reset");
+    // Then the first server, then the others one at a time (each joins only after the one before).
+    let joins: Vec<(String, u128)> = cluster_file(&c, "joins")[joins_before..]
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[0].to_string(), w[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        joins.iter().map(|j| j.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"]
+    );
+    assert!(joins[0].1 > reset.at);
+    let new = new_calls(&c, &before);
+    assert!(
+        new[0]
+            .iter()
+            .any(|l| l == &format!("rke2 server --cluster-reset --cluster-reset-restore-path={SNAPSHOTS}/{name}"))
+    );
+    for i in 3..NAMES.len() {
+        assert_eq!(new[i], Vec::<String>::new(), "{} is outside the limit", NAMES[i].0);
+    }
+    // The reset moved the first server's data aside; the others' was moved aside before they joined.
+    assert_eq!(entries(&c, 0, "/var/lib/rancher/rke2/server/db", "etcd-old-").len(), 1);
+    for i in 1..3 {
+        assert_eq!(entries(&c, i, "/var/lib/rancher/rke2/server", "db-before-restore-").len(), 1, "{}", NAMES[i].0);
+    }
+    assert_eq!(etcd_members(&c).len(), 3, "every server is an etcd member again");
+    assert!(!c.lab().path(0, "/var/lib/rancher/rke2/server/db/reset-flag").exists(), "a normal start removed it");
+    assert_eq!(mode(&c.lab().path(0, &format!("{SNAPSHOTS}/{name}"))), 0o600);
+
+    // The whole cluster, again: the same order, then the agents restarted; the snapshot is on the
+    // server already, and a re-run restores again.
+    std::fs::write(cluster(&c, "etcd/data"), "objects: later\n").unwrap();
+    let joins_before = cluster_file(&c, "joins").len();
+    c.run_json(&["etcd-restore", "--yes", "-e", &snap], 0);
+    assert_eq!(etcd_data(&c), "objects: before\n");
+    assert_eq!(cluster_file(&c, "restore-violations"), Vec::<String>::new());
+    let order: Vec<String> =
+        cluster_file(&c, "joins")[joins_before..].iter().map(|l| l.split(' ').next().unwrap().to_string()).collect();
+    assert_eq!(&order[..3], ["cop-master-1", "cop-master-2", "cop-master-3"]);
+    let mut agents: Vec<&str> = order[3..].iter().map(String::as_str).collect();
+    agents.sort();
+    assert_eq!(agents, ["cop-gpu-1", "cop-gpu-2", "cop-worker-1", "cop-worker-2", "cop-worker-3"]);
+    for (name, _) in NAMES {
+        assert_eq!(node_state(&c, name, "ready"), "True", "{name}");
+    }
+
+    // A server that does not come back stops the restore there: the servers after it stay
+    // stopped with their data in place, the agents are not restarted; a re-run finishes it.
+    std::fs::write(cluster(&c, "never-ready-cop-master-2"), "").unwrap();
+    let before = calls_now(&c);
+    let ev = c.run_json(&["etcd-restore", "--yes", "-e", &snap, "-e", "ready_timeout=2"], 2).events();
+    let failed: Vec<(String, String)> = ev
+        .iter()
+        .filter(|e| e["event"] == "task_end" && e["status"] == "failed")
+        .map(|e| (e["host"].as_str().unwrap().to_string(), e["step"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(failed, [("cop-master-2".to_string(), "wait until Ready".to_string())]);
+    assert!(cluster(&c, "stopped/cop-master-3").exists(), "cop-master-3 was not started");
+    assert_eq!(
+        entries(&c, 2, "/var/lib/rancher/rke2/server", "db-before-restore-").len(),
+        2,
+        "its data moved aside before"
+    );
+    let new = new_calls(&c, &before);
+    assert!(new[2].iter().all(|l| l != "systemctl start rke2-server"), "{:?}", new[2]);
+    assert!(new[3..].iter().all(Vec::is_empty), "no agent was restarted: {new:?}");
+    std::fs::remove_file(cluster(&c, "never-ready-cop-master-2")).unwrap();
+    c.run_json(&["etcd-restore", "--yes", "-e", &snap], 0);
+    assert_eq!(etcd_data(&c), "objects: before\n");
+    assert_eq!(etcd_members(&c).len(), 3);
+    assert_eq!(cluster_file(&c, "restore-violations"), Vec::<String>::new());
+}
+
+const NO_SNAPSHOT: &str = r#"  x playbooks/etcd-restore.yaml:7:1: etcd-restore needs the snapshot's file name: -e etcd_snapshot=NAME (a file in the bastion's etcd_snapshot_dir, as etcd-snapshot left it, or in the first server's rke2_snapshot_dir), not ''
+   ,-[playbooks/etcd-restore.yaml:7:1]
+ 6 | require:
+ 7 |   - that: (etcd_snapshot | default('') | string | regex_replace('^[A-Za-z0-9][A-Za-z0-9._+-]*$', '')) == '' and (etcd_snapshot | default('') | string) != ''
+   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   :                                                                               `-- this requirement
+ 8 |     msg: "etcd-restore needs the snapshot's file name: -e etcd_snapshot=NAME (a file in the bastion's etcd_snapshot_dir, as etcd-snapshot left it, or in the first server's rke2_snapshot_dir), not '{{ etcd_snapshot | default('') }}'"
+   `----
+  help: etcd-restore requires: (etcd_snapshot | default('') | string | regex_replace('^[A-Za-z0-9][A-Za-z0-9._+-]*$', '')) == '' and (etcd_snapshot | default('') | string) != ''; fix the settings in env.yaml (or -e)
+
+"#;
