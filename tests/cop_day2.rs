@@ -468,7 +468,7 @@ fn an_etcd_snapshot_is_taken_on_one_server_and_reaches_the_bastion_with_its_chec
             "snapshot taken",
         ]
     );
-    assert_eq!(bastion_snapshots(&c), [name.clone()]);
+    assert_eq!(bastion_snapshots(&c), std::slice::from_ref(&name));
     let copy = c.path(&format!(".copctl/etcd-snapshots/{name}"));
     let on_server = c.lab().path(0, &format!("{SNAPSHOTS}/{name}"));
     assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&on_server).unwrap());
@@ -632,8 +632,8 @@ fn etcd_restore_checks_the_snapshot_then_follows_rke2s_order_and_brings_its_stat
     }
     // The reset moved the first server's data aside; the others' was moved aside before they joined.
     assert_eq!(entries(&c, 0, "/var/lib/rancher/rke2/server/db", "etcd-old-").len(), 1);
-    for i in 1..3 {
-        assert_eq!(entries(&c, i, "/var/lib/rancher/rke2/server", "db-before-restore-").len(), 1, "{}", NAMES[i].0);
+    for (i, (node, _)) in NAMES.iter().enumerate().take(3).skip(1) {
+        assert_eq!(entries(&c, i, "/var/lib/rancher/rke2/server", "db-before-restore-").len(), 1, "{node}");
     }
     assert_eq!(etcd_members(&c).len(), 3, "every server is an etcd member again");
     assert!(!c.lab().path(0, "/var/lib/rancher/rke2/server/db/reset-flag").exists(), "a normal start removed it");
