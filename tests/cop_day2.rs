@@ -683,14 +683,121 @@ fn etcd_restore_checks_the_snapshot_then_follows_rke2s_order_and_brings_its_stat
     assert_eq!(cluster_file(&c, "restore-violations"), Vec::<String>::new());
 }
 
-const NO_SNAPSHOT: &str = r#"  x playbooks/etcd-restore.yaml:7:1: etcd-restore needs the snapshot's file name: -e etcd_snapshot=NAME (a file in the bastion's etcd_snapshot_dir, as etcd-snapshot left it, or in the first server's rke2_snapshot_dir), not ''
-   ,-[playbooks/etcd-restore.yaml:7:1]
- 6 | require:
- 7 |   - that: (etcd_snapshot | default('') | string | regex_replace('^[A-Za-z0-9][A-Za-z0-9._+-]*$', '')) == '' and (etcd_snapshot | default('') | string) != ''
-   : ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^|^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-   :                                                                               `-- this requirement
- 8 |     msg: "etcd-restore needs the snapshot's file name: -e etcd_snapshot=NAME (a file in the bastion's etcd_snapshot_dir, as etcd-snapshot left it, or in the first server's rke2_snapshot_dir), not '{{ etcd_snapshot | default('') }}'"
-   `----
-  help: etcd-restore requires: (etcd_snapshot | default('') | string | regex_replace('^[A-Za-z0-9][A-Za-z0-9._+-]*$', '')) == '' and (etcd_snapshot | default('') | string) != ''; fix the settings in env.yaml (or -e)
+const NO_SNAPSHOT: &str = r#"  x playbooks/etcd-restore.yaml:24:1: play 'every server': hosts: 'etcd_snapshot' is undefined
+    ,-[playbooks/etcd-restore.yaml:24:1]
+ 23 |   # (validate notes it), as node-remove without -e node.
+ 24 |   - name: every server
+    : ^^^^^^^^^^^|^^^^^^^^^^
+    :            `-- in this play
+ 25 |     hosts: "{{ 'masters' if etcd_snapshot else 'masters' }}"
+    `----
+  help: this playbook needs that variable: pass it with -e name=value
 
 "#;
+
+// --- 5. certificates ---
+
+/// The end of a node's certificates as the doubles keep it, as copctl prints it.
+fn cert_end(c: &Site, i: usize, kind: &str) -> String {
+    let at = std::fs::read_to_string(c.lab().path(i, &format!("/var/lib/rancher/rke2/{kind}/tls-expires"))).unwrap();
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{}", at.trim()), "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn certificates_are_rotated_one_server_at_a_time_then_agents_restarted_with_their_ends_printed() {
+    let c = Site::cop_cluster();
+    // Certificates with 200 days left: a restart alone renews nothing (RKE2 renews within 120).
+    std::fs::write(cluster(&c, "cert-days"), "200").unwrap();
+    c.run_json(&["rke2-install"], 0);
+    c.run_json(&["rke2-post-install"], 0);
+    let kubeconfig = std::fs::read_to_string(c.path(".copctl/kubeconfig")).unwrap();
+    let kind = |i: usize| if i < 3 { "server" } else { "agent" };
+    let before: Vec<String> = (0..NAMES.len()).map(|i| cert_end(&c, i, kind(i))).collect();
+
+    // --limit: that server alone; nothing else is touched.
+    let calls = calls_now(&c);
+    let ev = c.run_json(&["rke2-cert-rotate", "--limit", "cop-master-2"], 0).events();
+    let new = new_calls(&c, &calls);
+    assert_eq!(
+        new[1],
+        [
+            "rke2 certificate check --output table",
+            "systemctl is-active -q rke2-server",
+            "systemctl stop rke2-server",
+            "rke2 certificate rotate",
+            "systemctl is-active -q rke2-server",
+            "systemctl start rke2-server",
+            "rke2 start server",
+            "rke2 certificate check --output table"
+        ]
+    );
+    assert!(
+        new.iter().enumerate().all(|(i, n)| i == 1 || changes(n).iter().all(|l| l.starts_with("kubectl get"))),
+        "{new:?}"
+    );
+    let m2 = cert_end(&c, 1, "server");
+    assert_eq!(
+        ev.iter().find(|e| e["event"] == "task_end" && e["step"] == "certificates renewed").unwrap()["msg"],
+        format!("cop-master-2: certificates ended {}, now {m2}", before[1])
+    );
+    assert!(m2 > before[1]);
+    assert_eq!(cert_end(&c, 0, "server"), before[0]);
+
+    // Everything: servers one at a time (each stopped only once the one before is back), then
+    // the agents; the bastion's kubeconfig gets the admin's new certificate.
+    let start = cluster_events(&c).len();
+    let joins_before = cluster_file(&c, "joins").len();
+    let ev = c.run_json(&["rke2-cert-rotate"], 0).events();
+    assert_eq!(cluster_file(&c, "cert-violations"), Vec::<String>::new(), "a rotation while RKE2 ran");
+    let stops: Vec<(String, u128)> = cluster_events(&c)
+        .into_iter()
+        .skip(start)
+        .filter(|e| e.what == "stop")
+        .map(|e| (e.args[0].clone(), e.at))
+        .collect();
+    let joins: Vec<(String, u128)> = cluster_file(&c, "joins")[joins_before..]
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[0].to_string(), w[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        stops.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"]
+    );
+    assert_eq!(
+        joins[..3].iter().map(|j| j.0.as_str()).collect::<Vec<_>>(),
+        ["cop-master-1", "cop-master-2", "cop-master-3"]
+    );
+    for k in 0..2 {
+        assert!(joins[k].1 < stops[k + 1].1, "{} was stopped before {} was back", stops[k + 1].0, joins[k].0);
+    }
+    let mut agents: Vec<&str> = joins[3..].iter().map(|j| j.0.as_str()).collect();
+    assert!(joins[3..].iter().all(|j| j.1 > joins[2].1), "agents after the servers");
+    agents.sort();
+    assert_eq!(agents, ["cop-gpu-1", "cop-gpu-2", "cop-worker-1", "cop-worker-2", "cop-worker-3"]);
+    let said: Vec<String> = ev
+        .iter()
+        .filter(|e| e["event"] == "task_end" && e["step"] == "certificates renewed")
+        .map(|e| e["msg"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(said.len(), NAMES.len());
+    for (i, (name, _)) in NAMES.iter().enumerate() {
+        let now = cert_end(&c, i, kind(i));
+        let was = if i == 1 { m2.clone() } else { before[i].clone() };
+        assert!(said.contains(&format!("{name}: certificates ended {was}, now {now}")), "{name}: {said:?}");
+        if i < 3 {
+            assert!(now >= was && now > before[i], "{name}");
+        } else {
+            assert_eq!(now, was, "{name}: an agent's are renewed only near their end");
+        }
+    }
+    let renewed = std::fs::read_to_string(c.path(".copctl/kubeconfig")).unwrap();
+    assert_ne!(renewed, kubeconfig);
+    assert!(renewed.contains(&format!("server: https://{}:6443", c.lab().hosts[0].addr)));
+}

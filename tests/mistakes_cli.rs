@@ -79,7 +79,7 @@ fn the_manuals_playbook_names_and_yaml_paths_run_the_built_in_playbooks() {
         .args(["plan", "./nosuch.yaml"])
         .status(1)
         .stdout("")
-        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: etcd-restore, etcd-snapshot, gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-cordon, node-drain, node-remove, node-uncordon, rke2-install, rke2-post-install, rke2-private-registry, rke2-uninstall, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
+        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: etcd-restore, etcd-snapshot, gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-cordon, node-drain, node-remove, node-uncordon, rke2-cert-rotate, rke2-install, rke2-post-install, rke2-private-registry, rke2-uninstall, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
         .run();
 }
 
