@@ -801,3 +801,59 @@ fn certificates_are_rotated_one_server_at_a_time_then_agents_restarted_with_thei
     assert_ne!(renewed, kubeconfig);
     assert!(renewed.contains(&format!("server: https://{}:6443", c.lab().hosts[0].addr)));
 }
+
+// --- 6. time ---
+
+#[test]
+fn without_ntp_servers_the_servers_keep_the_time_every_node_follows_them_and_a_node_off_fails() {
+    let c = Site::cop_cluster();
+    c.run_json(&["system-setup"], 0);
+    let addr = |i: usize| c.lab().hosts[i].addr.to_string();
+    let conf = |i: usize| std::fs::read_to_string(c.lab().path(i, "/etc/chrony/chrony.conf")).unwrap();
+    // A server follows the other servers, serves in orphan mode, and lets every node ask it.
+    let m1 = conf(0);
+    let mut want = format!("server {} iburst\nserver {} iburst\nlocal stratum 10 orphan\n", addr(1), addr(2));
+    for i in 1..NAMES.len() {
+        want.push_str(&format!("allow {}\n", addr(i)));
+    }
+    assert!(m1.contains(&want), "{m1}");
+    // Every other node follows the servers, and serves nobody.
+    let w2 = conf(idx("cop-worker-2"));
+    assert!(
+        w2.contains(&format!("server {} iburst\nserver {} iburst\nserver {} iburst\n", addr(0), addr(1), addr(2))),
+        "{w2}"
+    );
+    assert!(!w2.contains("local stratum") && !w2.contains("allow"), "{w2}");
+    // A re-run changes nothing.
+    assert_eq!(changed(&c.run_json(&["system-setup"], 0)), 0);
+
+    // A clock off by more than max_clock_offset fails the run, naming the node; only it is read.
+    std::fs::write(c.lab().path(idx("cop-worker-2"), "/var/lib/copctl-doubles/clock-offset"), "2.5").unwrap();
+    let ev = c.run_json(&["system-setup", "--limit", "cop-worker-2", "-e", "clock_sync_retries=1"], 2).events();
+    assert_eq!(hosts_run(&ev).into_iter().collect::<Vec<_>>(), ["cop-worker-2"]);
+    assert_eq!(
+        step_msg(&ev, "clock in sync"),
+        "non-zero return code 1: cop-worker-2: its clock is 2.5 s off the time it follows (chronyc tracking), more \
+         than max_clock_offset 0.5 s"
+    );
+    std::fs::write(c.lab().path(idx("cop-worker-2"), "/var/lib/copctl-doubles/clock-offset"), "unsynchronised")
+        .unwrap();
+    let ev = c.run_json(&["system-setup", "--limit", "cop-worker-2", "-e", "clock_sync_retries=1"], 2).events();
+    assert_eq!(
+        step_msg(&ev, "clock in sync"),
+        "non-zero return code 1: cop-worker-2: chrony is not synchronised to the servers (chronyc tracking: Leap \
+         status Not synchronised)"
+    );
+    // With ntp_servers, every node follows them.
+    std::fs::write(c.lab().path(idx("cop-worker-2"), "/var/lib/copctl-doubles/clock-offset"), "0.01").unwrap();
+    c.run_json(&["system-setup", "-e", r#"{"ntp_servers": ["ntp1.example.com"]}"#], 0);
+    for i in [0, idx("cop-worker-2")] {
+        let text = conf(i);
+        assert!(
+            text.contains("server ntp1.example.com iburst\n")
+                && !text.contains("allow")
+                && !text.contains("local stratum"),
+            "{text}"
+        );
+    }
+}
