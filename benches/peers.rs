@@ -256,7 +256,8 @@ struct Site {
     lab: lab::Lab,
 }
 
-const DOUBLES: &[&str] = &["systemctl", "apt-get", "dpkg-query", "modprobe", "lsmod", "sysctl", "hostnamectl"];
+const DOUBLES: &[&str] =
+    &["systemctl", "apt-get", "dpkg-query", "modprobe", "lsmod", "sysctl", "hostnamectl", "chronyc"];
 
 fn start_site(n: usize, work: &Path) -> Site {
     let dir = work.join(format!("site-{n}"));

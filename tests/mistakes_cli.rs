@@ -79,7 +79,7 @@ fn the_manuals_playbook_names_and_yaml_paths_run_the_built_in_playbooks() {
         .args(["plan", "./nosuch.yaml"])
         .status(1)
         .stdout("")
-        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-drain, node-remove, node-uncordon, rke2-install, rke2-post-install, rke2-private-registry, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
+        .stderr("  x no playbook file ./nosuch.yaml\n  help: give the path of a copctl playbook, or a built-in name: etcd-restore, etcd-snapshot, gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-cordon, node-drain, node-remove, node-uncordon, rke2-cert-rotate, rke2-install, rke2-post-install, rke2-private-registry, rke2-uninstall, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
         .run();
 }
 
@@ -233,7 +233,7 @@ fn settings_kept_in_the_inventory_pass_the_playbooks_site_checks() {
         )
         .args(["validate", "system-dns", "system-setup", "gpu-operator"])
         .stderr("warning: gpu-operator: play 'GPU nodes': hosts 'gpu' matches no host; skipped\n")
-        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 71 planned task(s); nothing was run\n")
+        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 74 planned task(s); nothing was run\n")
         .run();
 }
 

@@ -243,17 +243,19 @@ fn limit_from_a_file_like_last_failed() {
 
 #[test]
 fn validate_checks_every_shipped_playbook() {
-    // A playbook that needs -e (node-drain's, node-remove's, node-uncordon's node) says so
-    // instead of failing the check.
+    // A playbook that needs -e (node-drain's, node-remove's, node-uncordon's node, etcd-restore's
+    // snapshot) says so instead of failing the check.
     let (_ca, ca_arg) = bastion_ca();
     Test::repo()
         .args(["validate", "-e", &ca_arg])
         .stderr("")
         .stdout(
-            r#"note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: 'node' is undefined
+            r#"note: etcd-restore not planned: playbooks/etcd-restore.yaml:24:1: play 'every server': hosts: 'etcd_snapshot' is undefined
+note: node-cordon not planned: playbooks/node-cordon.yaml:9:1: play 'cordon': hosts: 'node' is undefined
+note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: 'node' is undefined
 note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: 'node' is undefined
 note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: 'node' is undefined
-ok: 9 host(s), 7 group(s), 15 playbook(s), 1014 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 20 playbook(s), 1118 planned task(s); nothing was run
 "#,
         )
         .run();

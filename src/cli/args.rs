@@ -486,9 +486,27 @@ pub enum NodeCmd {
         /// Drain although the other GPU nodes have no room for the node's GPU work.
         #[arg(long)]
         force: bool,
+        /// Delete the pods no controller manages (kubectl drain's --force): nothing starts them
+        /// again elsewhere. Without it such a pod stops the drain.
+        #[arg(long)]
+        force_unmanaged: bool,
         /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (drain_timeout=SECONDS;
         /// drain_disable_eviction=true deletes pods instead of evicting them, bypassing their
         /// PodDisruptionBudgets).
+        #[arg(short = 'e', long = "extra-vars")]
+        extra_vars: Vec<String>,
+        /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        output: OutputFormat,
+    },
+    /// Cordon a node and nothing more (the manual's "Rebalancing load"): no new pods go to it,
+    /// its pods stay. kubectl runs on another server; the cordon stays until `copctl node
+    /// uncordon NAME` (other procedures leave it).
+    Cordon {
+        /// The node's inventory name.
+        #[arg(add = ArgValueCompleter::new(host_candidates))]
+        name: String,
+        /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
         #[arg(short = 'e', long = "extra-vars")]
         extra_vars: Vec<String>,
         /// human: progress and a recap; json: one JSON event per line (schema in src/report/mod.rs).

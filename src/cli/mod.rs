@@ -7,6 +7,7 @@ pub mod args;
 mod candidates;
 mod completions;
 mod config;
+mod confirm;
 pub use completions::answer_if_asked;
 mod exec;
 mod gpu;

@@ -1,4 +1,4 @@
-//! `copctl node add|remove|drain|uncordon NAME`: the manual's node procedures end to end. This
+//! `copctl node add|remove|drain|cordon|uncordon NAME`: the manual's node procedures end to end. This
 //! file asks and prints (the key on a new node, the confirmation of a removal, what state a
 //! drained or uncordoned node is left in); which playbooks make up each procedure is
 //! `procedures`' business.
@@ -21,6 +21,7 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
         NodeCmd::Add { name, .. }
         | NodeCmd::Remove { name, .. }
         | NodeCmd::Drain { name, .. }
+        | NodeCmd::Cordon { name, .. }
         | NodeCmd::Uncordon { name, .. } => name,
     };
     if !site.inventory.hosts.contains_key(name) {
@@ -56,13 +57,26 @@ pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
             let p = procedures::node_remove(name, *force, dead.is_some());
             run(cli, name, extra_vars, (*output, *check, *diff), p)
         }
-        NodeCmd::Drain { name, yes, force, extra_vars, output } => {
-            let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_drain(name, *yes, *force))?;
+        NodeCmd::Drain { name, yes, force, force_unmanaged, extra_vars, output } => {
+            let o = procedures::DrainOptions { yes: *yes, force: *force, force_unmanaged: *force_unmanaged };
+            let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_drain(name, o))?;
             if code == 0 {
                 say(
                     *output,
                     &format!(
                         "{name} is drained and cordoned: do the maintenance, then `copctl node uncordon {name}` (other procedures leave this cordon alone)"
+                    ),
+                )?;
+            }
+            Ok(code)
+        }
+        NodeCmd::Cordon { name, extra_vars, output } => {
+            let code = run(cli, name, extra_vars, (*output, false, false), procedures::node_cordon(name))?;
+            if code == 0 {
+                say(
+                    *output,
+                    &format!(
+                        "{name} is cordoned: no new pods are scheduled on it and its pods stay; `copctl node uncordon {name}` lifts it (other procedures leave this cordon alone)"
                     ),
                 )?;
             }

@@ -16,7 +16,19 @@ pub fn run(cli: &Cli, args: &RunArgs) -> Result<i32> {
         return list(cli, &request(cli, args), args);
     }
     super::init_tracing(cli.verbose, args.log_file.as_deref());
-    execute(cli, request(cli, args))
+    let mut req = request(cli, args);
+    // A playbook that destroys what no re-run brings back asks first (check mode changes nothing).
+    if !args.yes && !args.check {
+        match super::confirm::ask(cli, &req)? {
+            super::confirm::Answer::NotAsked => {}
+            super::confirm::Answer::Confirmed => req.extra_vars.push("{\"yes\": true}".into()),
+            super::confirm::Answer::Refused => {
+                eprintln!("not confirmed: nothing was changed");
+                return Ok(1);
+            }
+        }
+    }
+    execute(cli, req)
 }
 
 /// ansible-playbook's `--syntax-check`, `--list-hosts` and `--list-tasks` (in that order when

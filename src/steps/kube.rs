@@ -75,6 +75,9 @@ pub struct KubeArgs {
     /// drain: delete the pods instead of evicting them (`kubectl drain --disable-eviction`),
     /// bypassing PodDisruptionBudgets; pdb_check: says so instead of warning of a blocked drain.
     pub disable_eviction: Option<Flag>,
+    /// drain: also delete pods no controller manages (`kubectl drain --force`), which nothing
+    /// starts again elsewhere. Not `force`, which is the GPU capacity override.
+    pub force_unmanaged: Option<Flag>,
 }
 
 pub(super) const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
@@ -175,7 +178,8 @@ impl Kind for KubeArgs {
                 if hold { " || [ \"$m\" = held ]" } else { "" }
             ),
             KubeAction::Drain => format!(
-                "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s{}\"\n",
+                "{cordon}do_ drained \"$K drain {n} --ignore-daemonsets --delete-emptydir-data --timeout={timeout}s{}{}\"\n",
+                if flag(&a.force_unmanaged) { " --force" } else { "" },
                 if flag(&a.disable_eviction) { " --disable-eviction" } else { "" }
             ),
             // The node-password secret goes too: a machine rejoining under this name (new hardware,

@@ -13,5 +13,17 @@ mkdir -p /usr/local/bin /var/lib/rancher/rke2/agent/images
 tar xzf "$a/rke2.linux-amd64.tar.gz" -C /usr/local
 sed -i "s/^VERSION=.*/VERSION=$v/" /usr/local/bin/rke2
 chmod 755 /usr/local/bin/rke2
-printf '#!/bin/sh\necho "rke2-uninstall.sh" >> /var/log/copctl-doubles.log\nrm -rf /etc/rancher/rke2 /var/lib/rancher/rke2 /usr/local/bin/rke2\n' > /usr/local/bin/rke2-uninstall.sh
+# rke2-uninstall.sh as RKE2's: the services stopped and their units gone (the systemctl double's
+# state), the node's kubelet silent (NotReady in the cluster, if it is still there; a server
+# stays an etcd member, as nothing tells etcd), RKE2's files removed, the script itself too.
+cat > /usr/local/bin/rke2-uninstall.sh <<'UNINSTALL'
+#!/bin/sh
+echo "rke2-uninstall.sh" >> /var/log/copctl-doubles.log
+c=/var/lib/copctl-cluster
+name=$(sed -n 's/^node-name: *//p' /etc/rancher/rke2/config.yaml 2>/dev/null | sed 's/^"\(.*\)"$/\1/')
+[ -n "$name" ] || name=$(hostname)
+[ -d "$c/nodes/$name" ] && echo False > "$c/nodes/$name/ready"
+rm -f /var/lib/copctl-doubles/systemd/rke2-server.* /var/lib/copctl-doubles/systemd/rke2-agent.*
+rm -rf /etc/rancher/rke2 /etc/rancher/node /var/lib/rancher/rke2 /usr/local/bin/rke2 /usr/local/bin/rke2-uninstall.sh
+UNINSTALL
 chmod 755 /usr/local/bin/rke2-uninstall.sh

@@ -57,6 +57,7 @@ impl CopSite {
             "reboot",
             "lab-boot",
             "curl",
+            "chronyc",
         ]);
         let mut inv = String::new();
         for group in ["masters", "workers", "gpu"] {
