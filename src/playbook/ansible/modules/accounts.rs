@@ -12,11 +12,7 @@ pub(super) fn user(p: &mut Problems, m: Call) -> Option<Translated> {
     let mut out = Map::new();
     let mut a = Args::new(p, name, node, extra, None);
     put(&mut out, "name", a.text(&["name", "user"]));
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     for k in ["uid", "group", "comment", "home", "shell", "password"] {
         put(&mut out, k, a.text(&[k]));
     }
@@ -72,11 +68,7 @@ pub(super) fn group(p: &mut Problems, m: Call) -> Option<Translated> {
     let mut out = Map::new();
     let mut a = Args::new(p, name, node, extra, None);
     put(&mut out, "name", a.text(&["name"]));
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     put(&mut out, "gid", a.text(&["gid"]));
     put(&mut out, "system", a.flag(&["system"]));
     a.default_only("non_unique", json!(false), "copctl creates groups with unique gids");
@@ -95,11 +87,7 @@ pub(super) fn authorized_key(p: &mut Problems, m: Call) -> Option<Translated> {
     let mut a = Args::new(p, name, node, extra, None);
     put(&mut out, "user", a.text(&["user"]));
     put(&mut out, "key", a.text(&["key"]));
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     for (k, why) in [("user", "user"), ("key", "key")] {
         if !out.contains_key(k) {
             a.missing(why);

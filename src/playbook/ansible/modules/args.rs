@@ -219,6 +219,11 @@ impl<'p> Args<'p> {
     }
 
     /// One of `allowed` (Ansible's value → the native one); anything else is a problem.
+    /// `state: present | absent`, the state most modules take.
+    pub(super) fn presence(&mut self) -> Option<String> {
+        self.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent")
+    }
+
     pub(super) fn choice(&mut self, names: &[&str], allowed: &[(&str, &str)], help: &str) -> Option<String> {
         let a = self.take(names)?;
         let text = match &a.value {

@@ -28,11 +28,7 @@ pub(super) fn line_or_block(p: &mut Problems, m: Call) -> Option<Translated> {
         put(&mut out, "backrefs", a.bool_literal(&["backrefs"]));
         put(&mut out, "firstmatch", a.bool_literal(&["firstmatch"]));
     }
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     put(&mut out, "insertafter", a.text(&["insertafter"]));
     put(&mut out, "insertbefore", a.text(&["insertbefore"]));
     put(&mut out, "create", a.bool_literal(&["create"]));

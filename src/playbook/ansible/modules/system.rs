@@ -14,11 +14,7 @@ pub(super) fn sysctl(p: &mut Problems, m: Call) -> Option<Translated> {
     let mut a = Args::new(p, name, node, extra, None);
     put(&mut out, "name", a.text(&["name", "key"]));
     put(&mut out, "value", a.value(&["value", "val"]));
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     for k in ["reload", "sysctl_set", "ignoreerrors"] {
         put(&mut out, k, a.flag(&[k]));
     }
@@ -39,11 +35,7 @@ pub(super) fn modprobe(p: &mut Problems, m: Call) -> Option<Translated> {
     let mut out = Map::new();
     let mut a = Args::new(p, name, node, extra, None);
     put(&mut out, "name", a.text(&["name"]));
-    put(
-        &mut out,
-        "state",
-        a.choice(&["state"], &[("present", "present"), ("absent", "absent")], "state: present or absent"),
-    );
+    put(&mut out, "state", a.presence());
     put(&mut out, "params", a.text(&["params"]));
     put(
         &mut out,
