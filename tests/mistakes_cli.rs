@@ -106,7 +106,7 @@ fn the_manuals_numbered_scripts_run_the_built_in_playbooks() {
         .args(["plan", "build-app.sh"])
         .status(1)
         .stdout("")
-        .stderr("  x no playbook named 'build-app.sh'\n  help: available playbooks: gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-drain, node-remove, node-uncordon, rke2-install, rke2-post-install, rke2-private-registry, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
+        .stderr("  x no playbook named 'build-app.sh'\n  help: available playbooks: etcd-restore, etcd-snapshot, gpu-driver-upgrade, gpu-install, gpu-operator, gpu-preinstall, node-cordon, node-drain, node-remove, node-uncordon, rke2-cert-rotate, rke2-install, rke2-post-install, rke2-private-registry, rke2-uninstall, rke2-upgrade, rolling-reboot, rolling-restart, system-dns, system-setup\n\n")
         .run();
 }
 
