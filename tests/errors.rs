@@ -370,7 +370,7 @@ fn unknown_playbook_suggests_a_name() {
         .stdout("")
         .stderr(
             r#"  x no playbook named 'rke2-instal'
-  help: did you mean rke2-install, rke2-post-install, rke2-uninstall?
+  help: did you mean rke2-install, rke2-uninstall, rke2-post-install?
 
 "#,
         )
