@@ -228,13 +228,20 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
         }
     }
     // A local target's controller runs inside the lab host, which must see the Python the
-    // peers' venv links to (its own /root is empty).
+    // peers' venv links to (its own /root is empty), and copctl and the venv themselves: the
+    // host's /tmp is its own, so a clone under /tmp is otherwise out of its sight.
     let mut opts = common::lab::LabOptions::default();
-    if t.local
-        && let Ok(python) = std::fs::canonicalize(repo().join(".peers/venv/bin/python3"))
-        && let Some(prefix) = python.ancestors().nth(2)
-    {
-        opts.see.push(prefix.to_path_buf());
+    if t.local {
+        let venv = ansible_bin("python3").parent().and_then(|b| b.parent()).map(std::path::Path::to_path_buf);
+        let copctl = std::path::Path::new(env!("CARGO_BIN_EXE_copctl")).parent().map(std::path::Path::to_path_buf);
+        let python = std::fs::canonicalize(ansible_bin("python3")).ok();
+        let prefix = python.as_deref().and_then(|p| p.ancestors().nth(2)).map(std::path::Path::to_path_buf);
+        for dir in [prefix, venv, copctl].into_iter().flatten() {
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            if !opts.see.iter().any(|s| dir.starts_with(s)) {
+                opts.see.push(dir);
+            }
+        }
     }
     let site = ansible::site_with(names.len().max(1), "ansible-targets", opts);
     // A runme.sh target's own roles/ first, as its runme.sh sets ANSIBLE_ROLES_PATH=./roles.
