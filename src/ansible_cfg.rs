@@ -395,6 +395,9 @@ impl AnsibleCfg {
                                  or [ssh_connection] ssh_common_args = -o ProxyJump=HOST"
                             ));
                         }
+                        if let Some(typo) = misspelt(&e.section, &e.key, why.is_some()) {
+                            cfg.warnings.push(format!("{at} is not a setting copctl reads ({typo})"));
+                        }
                         cfg.unused.push(Unused { section: e.section.clone(), key: e.key.clone(), line: e.line, why });
                     }
                 }
@@ -505,6 +508,25 @@ impl AnsibleCfg {
             })
             .collect()
     }
+}
+
+/// `did you mean: KEY?` for an unused key of `section` close to one copctl or Ansible knows
+/// there (`forsk` → `forks`): a typo the run would otherwise ignore in silence.
+fn misspelt(section: &str, key: &str, known: bool) -> Option<String> {
+    let listed = NOT_MAPPED.iter().chain(NOT_APPLIED).map(|(s, k, _)| (*s, *k));
+    let mut names: Vec<&str> = DEFS
+        .iter()
+        .flat_map(|d| d.ini.iter().copied())
+        .chain(listed)
+        .filter(|(s, _)| *s == section)
+        .map(|(_, k)| k)
+        .collect();
+    if known || names.contains(&key) {
+        return None;
+    }
+    names.dedup();
+    let close = crate::text::closest::closest(key, &names, 3);
+    (!close.is_empty()).then(|| format!("did you mean: {}?", close.join(", ")))
 }
 
 fn help(def: &Def) -> &'static str {

@@ -228,13 +228,26 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
         }
     }
     // A local target's controller runs inside the lab host, which must see the Python the
-    // peers' venv links to (its own /root is empty).
+    // peers' venv links to (its own /root is empty), and, at the paths this machine names them,
+    // copctl, the peers (venv, targets) and the targets' roles: the host's /tmp is its own, so a
+    // clone under /tmp would otherwise be out of its sight (as the targets' roles_path is).
     let mut opts = common::lab::LabOptions::default();
-    if t.local
-        && let Ok(python) = std::fs::canonicalize(repo().join(".peers/venv/bin/python3"))
-        && let Some(prefix) = python.ancestors().nth(2)
-    {
-        opts.see.push(prefix.to_path_buf());
+    if t.local {
+        let python = std::fs::canonicalize(ansible_bin("python3")).ok();
+        let prefix = python.as_deref().and_then(|p| p.ancestors().nth(2)).map(std::path::Path::to_path_buf);
+        let venv = ansible_bin("python3").parent().and_then(|b| b.parent()).map(std::path::Path::to_path_buf);
+        let copctl = std::path::Path::new(env!("CARGO_BIN_EXE_copctl")).parent().map(std::path::Path::to_path_buf);
+        let mut see: Vec<PathBuf> = [prefix, venv, copctl, Some(repo().join(".peers")), Some(dir.to_path_buf())]
+            .into_iter()
+            .flatten()
+            .collect();
+        // Parents first, each path once: a bind over a parent's bind would hide it.
+        see.sort();
+        for d in see {
+            if !opts.see.iter().any(|s| d.starts_with(s)) {
+                opts.see.push(d);
+            }
+        }
     }
     let site = ansible::site_with(names.len().max(1), "ansible-targets", opts);
     // A runme.sh target's own roles/ first, as its runme.sh sets ANSIBLE_ROLES_PATH=./roles.

@@ -35,34 +35,13 @@ fn example_keys() -> Vec<(String, String)> {
 }
 
 /// Each shipped playbook's name and its text with that of the step lists it imports and the
-/// templates it names.
+/// templates it names: copctl's own reckoning, which also warns about env.yaml keys none reads.
 fn playbook_texts() -> Vec<(String, String)> {
-    let import = Regex::new(r"import_steps:\s*(\S+)").unwrap();
-    let template = Regex::new(r"src:\s*([A-Za-z0-9_./-]+\.j2)").unwrap();
-    let mut names: Vec<String> = std::fs::read_dir(repo().join("playbooks"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".yaml").map(str::to_string))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .map(|n| {
-            let own = read(&format!("playbooks/{n}.yaml"));
-            let mut text = own.clone();
-            for c in import.captures_iter(&own) {
-                let steps = read(&format!("playbooks/{}", &c[1]));
-                for t in template.captures_iter(&steps) {
-                    text.push_str(&read(&format!("templates/{}", &t[1])));
-                }
-                text.push_str(&steps);
-            }
-            for t in template.captures_iter(&own) {
-                text.push_str(&read(&format!("templates/{}", &t[1])));
-            }
-            (n, text)
-        })
-        .collect()
+    let opts =
+        copctl::site::SiteOptions { inventory: vec![repo().join("inventory/inventory.ini")], ..Default::default() };
+    let site = copctl::site::Site::load(&opts).unwrap();
+    assert!(site.playbooks.override_dir.is_none(), "the example site has no playbooks of its own");
+    copctl::plan::env_keys::playbook_texts(&site)
 }
 
 /// A key's default: a playbook's top-level `vars:` entry, else a `KEY | default(X)` in a
@@ -86,9 +65,8 @@ fn env_keys_table() -> String {
     keys.extend(OPTIONAL_KEYS.iter().map(|k| (k.to_string(), None)));
     let mut out = String::from("| key | example site | default | read by |\n|---|---|---|---|\n");
     for (k, example) in keys {
-        let word = Regex::new(&format!(r"\b{k}\b")).unwrap();
         let readers: Vec<String> =
-            texts.iter().filter(|(_, t)| word.is_match(t)).map(|(n, _)| format!("`{n}`")).collect();
+            copctl::plan::env_keys::readers(&k, &texts).into_iter().map(|n| format!("`{n}`")).collect();
         let readers = match (k.as_str(), readers.is_empty()) {
             ("secret_vars", _) => "copctl: more variable names whose values are masked".to_string(),
             (_, true) => "no playbook: a variable of the site's own (a secret_vars example)".to_string(),

@@ -261,3 +261,52 @@ fn a_become_method_or_connection_copctl_does_not_have_is_refused_before_any_logi
             .run();
     }
 }
+
+/// The example site copied into a fresh directory, with `env_extra` appended to its env.yaml and
+/// `cfg` as the ansible.cfg of the directory copctl runs in.
+fn example_site_with(env_extra: &str, cfg: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("inventory")).unwrap();
+    for e in std::fs::read_dir(repo().join("inventory")).unwrap().flatten() {
+        if e.path().is_file() {
+            std::fs::copy(e.path(), dir.path().join("inventory").join(e.file_name())).unwrap();
+        }
+    }
+    let env = dir.path().join("inventory/env.yaml");
+    let text = std::fs::read_to_string(&env).unwrap();
+    std::fs::write(&env, format!("{text}{env_extra}")).unwrap();
+    std::fs::write(dir.path().join("ansible.cfg"), cfg).unwrap();
+    dir
+}
+
+#[test]
+fn a_misspelt_env_yaml_or_ansible_cfg_key_is_named_with_the_fix() {
+    let site =
+        example_site_with("rke2_verison: v1.35.0+rke2r1\nsite_owner: ops\n", "[defaults]\nforks = 5\nforsk = 5\n");
+    let line = std::fs::read_to_string(repo().join("inventory/env.yaml")).unwrap().lines().count() + 1;
+    let cfg = site.path().join("ansible.cfg");
+    let want = format!(
+        "warning: {}:3: [defaults] forsk is not a setting copctl reads (did you mean: forks?)\n\
+         warning: inventory/env.yaml:{line}: 'rke2_verison' is read by no playbook or template (did you mean: \
+         rke2_version?)\n\
+         warning: inventory/env.yaml:{}: 'site_owner' is read by no playbook or template\n",
+        cfg.display(),
+        line + 1
+    );
+    for args in [&["plan", "rke2-install"][..], &["validate", "rke2-install"], &["run", "rke2-install", "--list-tasks"]]
+    {
+        let o = copctl(Some(site.path()), args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), want, "{args:?}");
+    }
+}
+
+#[test]
+fn the_example_site_has_no_unread_env_yaml_key() {
+    let o = copctl(None, &["validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("is read by no playbook"), "{}", stderr(&o));
+    let site = example_site_with("", "[defaults]\nforks = 5\n");
+    let o = copctl(Some(site.path()), &["validate"]);
+    assert_eq!(stderr(&o), "", "the example site copied with a correct ansible.cfg");
+}

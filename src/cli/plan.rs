@@ -10,6 +10,7 @@ use crate::error::{ErrorKind, Result};
 pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     let mut site = cli.site(&args.extra_vars)?;
+    warn_unread_keys(&site);
     let pbs = args.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = crate::plan::plan(&site, pbs, args.limit.as_deref())?;
     let text = match args.format {
@@ -21,10 +22,18 @@ pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// env.yaml keys no playbook or template reads (`crate::plan::env_keys`): a typo, probably.
+pub(super) fn warn_unread_keys(site: &crate::site::Site) {
+    for w in crate::plan::env_keys::unread_keys(site) {
+        eprintln!("warning: {w}");
+    }
+}
+
 pub fn validate(cli: &Cli, args: &ValidateArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     let ValidateArgs { playbooks, limit, extra_vars } = args;
     let mut site = cli.site(extra_vars)?;
+    warn_unread_keys(&site);
     let names = if playbooks.is_empty() { site.playbooks.names() } else { playbooks.clone() };
     let mut tasks = 0;
     let mut warned: Vec<String> = Vec::new();

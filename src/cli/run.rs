@@ -47,6 +47,9 @@ fn list(cli: &Cli, req: &RunRequest, args: &RunArgs) -> Result<i32> {
         return Ok(0);
     }
     let mut site = cli.site(&req.extra_vars)?;
+    if !args.syntax_check {
+        super::plan::warn_unread_keys(&site);
+    }
     let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
     for w in &plan.warnings {
@@ -124,6 +127,7 @@ pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
         let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
         Ok((site, plan))
     })?;
+    super::plan::warn_unread_keys(&site);
     for w in &plan.warnings {
         eprintln!("warning: {w}");
     }

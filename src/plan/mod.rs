@@ -6,6 +6,7 @@
 
 mod builder;
 mod check;
+pub mod env_keys;
 mod hosts;
 pub mod logins;
 mod magic;

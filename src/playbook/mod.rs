@@ -275,6 +275,17 @@ impl PlaybookSource {
         names
     }
 
+    /// The text of `rel` under the playbook directory (a playbook or a step list): the override
+    /// directory's file, else the embedded one.
+    pub fn file_text(&self, rel: &str) -> Option<String> {
+        if let Some(dir) = &self.override_dir
+            && let Ok(text) = std::fs::read_to_string(dir.join(rel))
+        {
+            return Some(text);
+        }
+        EMBEDDED.get_file(rel).and_then(|f| f.contents_utf8()).map(str::to_string)
+    }
+
     /// Loads `name` (a playbook name, or a path to a YAML file).
     pub fn load(&self, name: &str) -> Result<Playbook> {
         // The manual's numbered scripts name built-in playbooks, never files to read.

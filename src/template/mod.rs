@@ -96,7 +96,7 @@ pub struct Syntax {
 
 pub struct Templates {
     env: Arc<Environment<'static>>,
-    override_dir: Option<PathBuf>,
+    pub override_dir: Option<PathBuf>,
     /// Which variables are secrets, for the contexts to track their reads.
     secret_names: SecretNames,
     /// The site's own Python plugins (python.rs).
