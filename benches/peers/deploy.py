@@ -93,6 +93,11 @@ chrony = files.template(
     mode="644",
     jinja_env_kwargs={"trim_blocks": True},
     ntp_servers=[],
+    # The template reads the inventory as Ansible gives it to a template (which node follows
+    # which): the same names from pyinfra's inventory.
+    inventory_hostname=host.name,
+    groups={"cluster": [h.name for h in inventory.get_group("cluster")]},
+    hostvars={h.name: {"ansible_host": h.data.ssh_hostname} for h in inventory.get_group("cluster")},
 )
 server.shell(
     name="systemd-timesyncd off",
