@@ -16,7 +16,7 @@ LAYERS = [
     # descriptors: a leaf (open-file limits); text: Python's repr and shlex.quote, fnmatch, !unsafe.
     ["error", "yaml", "text", "descriptors"],
     # A leaf (the Secret type and the naming rule) that the vault and everything above use.
-    ["vars::secret"],
+    ["secret"],
     # ansible.cfg and ANSIBLE_*: settings read before any file they point to (the vault reads
     # its password sources through it).
     ["ansible_cfg"],
@@ -144,7 +144,7 @@ for mod, p in files.items():
     edges[mod] = out
 
 def top(m):
-    # The longest prefix LAYERS names (`vars::secret` before `vars`).
+    # The longest prefix LAYERS names (`transport::ssh` before `transport`, where a layer names one).
     parts = m.split("::")
     for n in range(len(parts), 0, -1):
         if "::".join(parts[:n]) in level:

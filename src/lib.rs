@@ -12,6 +12,7 @@ pub mod playbook;
 pub mod procedures;
 pub mod report;
 pub mod run;
+pub mod secret;
 pub mod site;
 pub mod steps;
 pub mod template;

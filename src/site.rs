@@ -11,8 +11,8 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::inventory::{Inventory, Vars};
 use crate::playbook::{Playbook, PlaybookSource};
+use crate::secret::{Redactor, SecretNames};
 use crate::template::{HostVarLookup, Templates};
-use crate::vars::secret::{Redactor, SecretNames};
 use crate::vars::{EnvFile, Layers, parse_extra_vars_vaulted};
 use crate::vault::Vault;
 

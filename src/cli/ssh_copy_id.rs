@@ -13,9 +13,9 @@ use std::time::Duration;
 use super::Cli;
 use super::args::SshCopyIdArgs;
 use crate::error::{Error, Result};
+use crate::secret::Secret;
 use crate::transport::spec::Endpoint;
 use crate::transport::{HostSpec, SshConfigFile, SshConnection, SshOptions, StdinSource, TransportError};
-use crate::vars::secret::Secret;
 
 pub fn ssh_copy_id(cli: &Cli, args: &SshCopyIdArgs) -> Result<i32> {
     let SshCopyIdArgs { target, port, key, all } = args;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::inventory::Inventory;
-use crate::vars::secret::SecretNames;
+use crate::secret::SecretNames;
 
 /// `ansible-inventory --list` for the whole inventory. Secret-named variables are masked.
 pub fn list_json(inv: &Inventory) -> Value {

@@ -5,7 +5,7 @@
 //!
 //! JSON lines schema (`--output json`, also `.copctl/runs/<id>/events.jsonl`), one object per line
 //! with `"event"`:
-//! - `run_start`: `id`, `playbooks`, `limit`, `check`, `tasks`, `hosts`
+//! - `run_start`: `schema` (EVENTS_SCHEMA), `id`, `playbooks`, `limit`, `check`, `tasks`, `hosts`
 //! - `task_start`: `task`, `host`, `runs_on`, `playbook`, `play`, `step`, `kind`, `ts`
 //! - `task_end`: the same plus `status` (ok|changed|skipped|failed|unreachable), `msg`,
 //!   `duration_ms`, `rc`, `ignored`, and with `--diff` `diff`
@@ -25,8 +25,13 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::secret::Redactor;
 use crate::steps::Status;
-use crate::vars::secret::Redactor;
+
+/// The version of the JSON events' schema, in every run's first event (`run_start`): raised when
+/// a field changes its meaning or goes away (docs/src/reference/json-events.md); new fields and
+/// events may come without it.
+pub const EVENTS_SCHEMA: u32 = 1;
 
 /// How a command prints what happens: for a person (a terminal or plain lines) or as JSON lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -157,8 +162,8 @@ impl Reporter {
         tasks: usize,
         hosts: usize,
     ) {
-        self.emit(json!({"event": "run_start", "id": id, "playbooks": playbooks, "limit": limit, "check": check,
-                         "tasks": tasks, "hosts": hosts, "ts": now_ms()}));
+        self.emit(json!({"event": "run_start", "schema": EVENTS_SCHEMA, "id": id, "playbooks": playbooks,
+                         "limit": limit, "check": check, "tasks": tasks, "hosts": hosts, "ts": now_ms()}));
         if self.format == OutputFormat::Human {
             let mode = if check { " (check mode: nothing is changed)" } else { "" };
             self.say(&format!(

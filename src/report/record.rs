@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::TaskEnd;
-use crate::vars::secret::Redactor;
+use crate::secret::Redactor;
 
 pub struct RunRecord {
     pub dir: PathBuf,

@@ -111,7 +111,7 @@ impl Engine {
         if let Some(r) = &s.def.register
             && names.is_secret(r)
         {
-            learned.extend(crate::vars::secret::result_secrets(&o.registered()));
+            learned.extend(crate::secret::result_secrets(&o.registered()));
         }
         if let Some(f) = &o.facts {
             let facts = Value::Object(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect());

@@ -66,7 +66,7 @@ pub fn load_interruptibly<T: Send>(
                     continue;
                 }
             };
-            let mut reporter = Reporter::new(output, verbose, false, crate::vars::secret::Redactor::new(Vec::new()), 0);
+            let mut reporter = Reporter::new(output, verbose, false, crate::secret::Redactor::new(Vec::new()), 0);
             reporter.note("interrupted while loading the inventory and playbooks: nothing was started");
             reporter.run_end(&BTreeMap::new(), &[], code, true, started.elapsed());
             // The loading thread is left behind: exiting here is the point.

@@ -149,7 +149,7 @@ fn source_mode(path: &std::path::Path) -> Result<u32, String> {
 
 fn hex_sha1(bytes: &[u8]) -> String {
     use sha1::Digest;
-    sha1::Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(sha1::Sha1::digest(bytes))
 }
 
 /// Where a template with `follow` goes, as Ansible's copy decides: into a directory under the

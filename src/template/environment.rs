@@ -12,7 +12,7 @@ use super::render::{PRINTED, load_template};
 use super::site_plugins::{PYTHON, PythonPlugins};
 use super::template_vars::MANAGED;
 use super::{Templates, clock, filters, format, lookup, password, python, random, rewrite, urlsplit};
-use crate::vars::secret::SecretNames;
+use crate::secret::SecretNames;
 
 impl Templates {
     pub fn new(override_dir: Option<PathBuf>) -> Self {

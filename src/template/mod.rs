@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex};
 use minijinja::Environment;
 use minijinja::value::Value;
 
-use crate::vars::secret::SecretNames;
+use crate::secret::SecretNames;
 use secrets::SecretReads;
 
 /// Looks up the variables of any host, for `hostvars[...]`.

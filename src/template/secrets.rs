@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use minijinja::value::Value;
 
 use super::LazyVars;
-use crate::vars::secret::SecretNames;
+use crate::secret::SecretNames;
 
 /// Which secret variables the renderings of a context read: shared by the context and every
 /// context reached through it (`hostvars[...]`), kept as a stack of scopes so that a variable
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn every_filter_form_of_a_secret_is_masked_by_the_redactor() {
-        use crate::vars::secret::{MASK, Redactor};
+        use crate::secret::{MASK, Redactor};
         let pw = "pä'ss w$rd\\1<&ÿ?!";
         let t = Templates::new(None);
         let mut vars = crate::inventory::Vars::new();

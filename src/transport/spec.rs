@@ -11,7 +11,7 @@ use ssh2_config::{ParseRule, SshConfig};
 
 use super::known_hosts::HostKeyFiles;
 use crate::inventory::{Inventory, Vars};
-use crate::vars::secret::Secret;
+use crate::secret::Secret;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConnectionKind {

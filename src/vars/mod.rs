@@ -4,8 +4,6 @@
 //! registered results < `-e` extra vars. env.yaml, copctl's own site file, is below every layer an
 //! Ansible site sets. Merging is shallow (a later layer replaces a whole key), as Ansible's default.
 
-pub mod secret;
-
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,8 +11,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Result, Source};
 use crate::inventory::Vars;
+use crate::secret::SecretNames;
 use crate::vault::{self, SecretSource, VaultSecrets};
-use secret::SecretNames;
 
 /// The settings file of a site (`inventory/env.yaml`), cleartext or vault-encrypted, with inline
 /// `!vault` values decrypted.

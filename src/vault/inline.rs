@@ -43,7 +43,7 @@ impl std::fmt::Debug for InlineSecret {
             .field("path", &self.path)
             .field("line", &self.line)
             .field("vault_id", &self.vault_id)
-            .field("plaintext", &crate::vars::secret::MASK)
+            .field("plaintext", &crate::secret::MASK)
             .finish()
     }
 }

@@ -4,7 +4,7 @@
 //! loaders call into it; it prints nothing and reads no flags itself.
 //!
 //! Decrypted data comes back in `Zeroizing` buffers (wiped on drop); callers that put a value into
-//! the variables mark it secret (`vars::secret`), so it is masked wherever copctl prints.
+//! the variables mark it secret (`secret`), so it is masked wherever copctl prints.
 
 mod cipher;
 mod envelope;

@@ -32,7 +32,7 @@ impl VaultSecret {
 
 impl fmt::Debug for VaultSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(crate::vars::secret::MASK)
+        f.write_str(crate::secret::MASK)
     }
 }
 

@@ -70,7 +70,7 @@ pub(super) fn add(env: &mut Environment<'static>) {
     // Jinja2's (and minijinja's) `urlencode`: a string percent-encoded but for `/ . - _`; a
     // mapping as `k=v&...`.
     env.add_filter("urlencode", |v: Value| -> Result<String, minijinja::Error> {
-        use crate::vars::secret::urlencode;
+        use crate::secret::urlencode;
         let text = |x: &Value| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string());
         if v.is_undefined() || v.is_none() {
             return Ok(String::new());

@@ -14,10 +14,10 @@ use russh::client::{self, Handle};
 use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::secret::Secret;
 use crate::transport::TransportError;
 use crate::transport::known_hosts::{self, HostKeyFiles, HostKeyProblem, KnownHosts};
 use crate::transport::spec::{Endpoint, HostSpec};
-use crate::vars::secret::Secret;
 
 /// Settings shared by every connection of a run.
 #[derive(Debug)]

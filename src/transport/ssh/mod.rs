@@ -18,7 +18,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use super::spec::HostSpec;
 use super::sudo::{Sudo, Wrapped};
 use super::{ExecOutput, PathInfo, PathKind, PutSource, TransportError};
-use crate::vars::secret::Secret;
+use crate::secret::Secret;
 use login::Handler;
 pub use login::{KeyStore, SshOptions};
 use shell::{OpenError, Shells};
