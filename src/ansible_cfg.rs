@@ -223,6 +223,13 @@ const DEFS: &[Def] = &[
         env: &[],
         meaning: "the ansible_managed text of Ansible playbooks' templates ({file}, {host}, {uid}, strftime at the file's time)",
     },
+    Def {
+        name: "DEFAULT_LOG_PATH",
+        kind: Kind::Path,
+        ini: &[("defaults", "log_path")],
+        env: &["ANSIBLE_LOG_PATH"],
+        meaning: "the log of run, install and node commands where --log-file is not given (copctl's debug log)",
+    },
 ];
 
 /// Keys Ansible knows that copctl leaves alone on purpose, with why (listed under `-v`).

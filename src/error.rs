@@ -16,7 +16,7 @@ pub enum ErrorKind {
     NothingToDo,
     /// A play's `hosts:` needs a variable that was not given (`-e name=value`).
     NeedsVar,
-    /// stdout was closed by its reader (`copctl plan --format json | head -1`): not worth a word.
+    /// stdout was closed by its reader (`copctl plan --output json | head -1`): not worth a word.
     BrokenPipe,
 }
 

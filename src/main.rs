@@ -1,7 +1,5 @@
 use std::io::IsTerminal;
 
-use clap::Parser;
-
 fn main() {
     // Before anything else: on a loaded machine a run's Ctrl-C can come while copctl is still
     // starting, and must then end it with its recap, not kill it unreported.
@@ -17,8 +15,15 @@ fn main() {
     copctl::descriptors::raise();
     // A shell asking for completions (COPCTL_COMPLETE set) is answered here, and nothing else runs.
     copctl::cli::answer_if_asked();
-    let cli = match copctl::cli::Cli::try_parse() {
-        Ok(cli) => {
+    let parsed = <copctl::cli::Cli as clap::CommandFactory>::command()
+        .try_get_matches()
+        .and_then(|m| <copctl::cli::Cli as clap::FromArgMatches>::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            if let Err(e) = cli.take_leading(&matches) {
+                eprintln!("{:?}", miette::Report::new(e));
+                std::process::exit(1);
+            }
             if !matches!(cli.command, copctl::cli::args::Command::Run(_) | copctl::cli::args::Command::Node { .. }) {
                 copctl::run::default_signals();
             }

@@ -69,7 +69,7 @@ pub fn install_help() -> String {
             if *gpu { "  (GPU nodes; left out when the gpu group has no host)" } else { "" }
         ));
     }
-    s.push_str("\nA failed run says which playbook to resume from: copctl install --from PLAYBOOK.\n\nExamples:\n  copctl install --check --diff\n  copctl install\n  copctl install --from rke2-install");
+    s.push_str("\nA failed run says which playbook to resume from: copctl install --from PLAYBOOK.");
     s
 }
 

@@ -175,3 +175,51 @@ fn the_readme_quick_start_runs_on_the_example_site() {
         }
     }
 }
+
+/// The man pages' ENVIRONMENT names every variable of the environment page's own table.
+#[test]
+fn the_man_pages_name_every_copctl_variable() {
+    let page = read("docs/src/reference/environment.md");
+    let own = page.split("## copctl's own").nth(1).unwrap().split("\n## ").next().unwrap();
+    let vars: Vec<&str> =
+        own.lines().filter_map(|l| l.strip_prefix("| `")).filter_map(|l| l.split('`').next()).collect();
+    assert!(vars.len() >= 8, "{vars:?}");
+    let man = Test::new().args(["man", "run"]).stderr("").run().stdout;
+    let environment = man.split(".SH ENVIRONMENT").nth(1).unwrap().split(".SH FILES").next().unwrap();
+    for v in vars {
+        assert!(environment.contains(&format!("\\fB{v}\\fR")), "`copctl man run` ENVIRONMENT lacks {v}");
+    }
+}
+
+/// The commands page's table: every command, what it does and the options of its own, from the
+/// same clap definitions as `--help`.
+fn commands_table() -> String {
+    fn walk(cmd: &clap::Command, path: &str, out: &mut String) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let at = format!("{path} {}", sub.get_name());
+            let own: Vec<String> = sub
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && !a.is_global_set() && a.get_id() != "help")
+                .map(|a| match (a.get_long(), a.get_short()) {
+                    (Some(l), _) => format!("`--{l}`"),
+                    (None, Some(s)) => format!("`-{s}`"),
+                    (None, None) => {
+                        let name = a.get_value_names().and_then(|n| n.first()).map(|n| n.to_string());
+                        format!("`<{}>`", name.unwrap_or_else(|| a.get_id().to_string().to_uppercase()))
+                    }
+                })
+                .collect();
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default().replace('|', "\\|");
+            out.push_str(&format!("| `{at}` | {about} | {} |\n", own.join(", ")));
+            walk(sub, &at, out);
+        }
+    }
+    let mut out = String::from("| command | what it does | its own options |\n|---|---|---|\n");
+    walk(&<copctl::cli::args::Cli as clap::CommandFactory>::command(), "copctl", &mut out);
+    out
+}
+
+#[test]
+fn the_commands_reference_matches_the_command_line() {
+    generated("docs/src/reference/commands.md", "commands", &commands_table());
+}

@@ -22,9 +22,9 @@ fn install_help_lists_the_first_install_in_order() {
 A failed run says which playbook to resume from: copctl install --from PLAYBOOK.
 
 Examples:
-  copctl install --check --diff
-  copctl install
-  copctl install --from rke2-install
+  copctl install --check --diff       # what the first install would change
+  copctl install                      # the first install
+  copctl install --from rke2-install  # resume from the playbook that failed
 ";
     assert!(out.ends_with(tail), "{out}");
     assert!(

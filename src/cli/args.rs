@@ -7,12 +7,26 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::ArgValueCompleter;
 
 use super::candidates::{host_candidates, playbook_candidates};
+use super::examples;
 
 use crate::report::OutputFormat;
 use crate::transport::HostKeyPolicy;
 
+/// The option groups of `--help` and the man pages.
+const SITE: &str = "Site";
+const CONNECTION: &str = "Connection";
+const BECOME: &str = "Privilege escalation";
+const VAULT: &str = "Vault";
+const GENERAL: &str = "General";
+const LEADING: &str = "Command options (also before the command)";
+
 #[derive(Debug, Parser)]
-#[command(name = "copctl", version, about = "Install and operate OPENMARU COP clusters (RKE2, Harbor, GPU Operator)")]
+#[command(
+    name = "copctl",
+    version,
+    about = "Install and operate OPENMARU COP clusters (RKE2, Harbor, GPU Operator)",
+    after_help = examples::help("copctl")
+)]
 pub struct Cli {
     /// Inventory source: an INI or YAML file, a directory of them, or a host list 'h1,h2,' (a
     /// comma in the value); repeat -i to merge several, in order (as Ansible does). The
@@ -21,82 +35,86 @@ pub struct Cli {
     #[arg(
         short = 'i',
         long,
-        global = true,
+        global = true, help_heading = SITE,
         env = "COPCTL_INVENTORY",
         action = clap::ArgAction::Append,
         value_name = "SOURCE"
     )]
     pub inventory: Vec<PathBuf>,
     /// Site settings (default: env.yaml beside the inventory, if present).
-    #[arg(long, global = true, env = "COPCTL_ENV")]
+    #[arg(long, global = true, help_heading = SITE, env = "COPCTL_ENV")]
     pub env: Option<PathBuf>,
     /// Playbooks overriding the built-in ones (default: playbooks/ beside the inventory).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = SITE)]
     pub playbook_dir: Option<PathBuf>,
     /// Templates overriding the built-in ones (default: templates/ beside the inventory).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = SITE)]
     pub template_dir: Option<PathBuf>,
     /// Hosts worked on at once (default: ansible.cfg's forks, else 64).
-    #[arg(short = 'f', long, global = true)]
+    #[arg(short = 'f', long, global = true, help_heading = GENERAL)]
     pub forks: Option<usize>,
     /// known_hosts file to check host keys against (default: ~/.ssh/known_hosts).
-    #[arg(long, global = true, env = "COPCTL_KNOWN_HOSTS")]
+    #[arg(long, global = true, help_heading = CONNECTION, env = "COPCTL_KNOWN_HOSTS")]
     pub known_hosts: Option<PathBuf>,
     /// accept-new records unknown host keys and refuses changed ones; strict refuses both
     /// (default: off where ansible.cfg says host_key_checking = False, else accept-new).
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, help_heading = CONNECTION, value_enum)]
     pub host_key_checking: Option<HostKeyPolicy>,
     /// Seconds to reach a host: TCP connect, SSH handshake and login, retries of refused or timed-out
     /// connections included (a host still unreachable after that is reported unreachable).
     /// Default: ansible.cfg's timeout, else 10.
-    #[arg(short = 'T', long, global = true)]
+    #[arg(short = 'T', long, global = true, help_heading = CONNECTION)]
     pub connect_timeout: Option<u64>,
     /// ssh_config file (default: ~/.ssh/config).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = CONNECTION)]
     pub ssh_config: Option<PathBuf>,
     /// Login user where the inventory sets none (an inventory's ansible_user wins, as in Ansible).
-    #[arg(short = 'u', long, global = true)]
+    #[arg(short = 'u', long, global = true, help_heading = CONNECTION)]
     pub user: Option<String>,
     /// Private key where the inventory sets none (ansible_ssh_private_key_file wins).
-    #[arg(long, visible_alias = "key-file", global = true, value_name = "FILE")]
+    #[arg(long, visible_alias = "key-file", global = true, help_heading = CONNECTION, value_name = "FILE")]
     pub private_key: Option<PathBuf>,
     /// Ask once for the SSH password (no echo), for hosts that take password logins.
-    #[arg(short = 'k', long, global = true)]
+    #[arg(short = 'k', long, global = true, help_heading = CONNECTION)]
     pub ask_pass: bool,
     /// Read the SSH password from this file (its first line).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
     pub connection_password_file: Option<PathBuf>,
     /// Become root (or --become-user) with sudo where the inventory does not say (ansible_become wins).
-    #[arg(short = 'b', long = "become", global = true)]
+    #[arg(short = 'b', long = "become", global = true, help_heading = BECOME)]
     pub r#become: bool,
     /// The user to become (default root; ansible_become_user wins).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = BECOME)]
     pub become_user: Option<String>,
     /// How to become: sudo (default) or su (ansible_become_method wins).
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, help_heading = BECOME, value_enum)]
     pub become_method: Option<BecomeMethod>,
     /// Ask once for the become (sudo or su) password (no echo).
-    #[arg(short = 'K', long, global = true)]
+    #[arg(short = 'K', long, global = true, help_heading = BECOME)]
     pub ask_become_pass: bool,
     /// Read the become (sudo or su) password from this file (its first line).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = BECOME, value_name = "FILE")]
     pub become_password_file: Option<PathBuf>,
     /// More output (-v, -vv, -vvv).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = GENERAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Vault password file, or an executable script that prints the password, as Ansible reads
     /// them (repeatable; after these, ANSIBLE_VAULT_PASSWORD_FILE). Read only when a
     /// vault-encrypted file or `!vault` value is met.
-    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", global = true, value_name = "FILE")]
+    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", global = true, help_heading = VAULT, value_name = "FILE")]
     pub vault_password_file: Vec<PathBuf>,
     /// Ask for the vault password on the terminal, when a vault-encrypted file or value is met.
-    #[arg(short = 'J', long = "ask-vault-pass", visible_alias = "ask-vault-password", global = true)]
+    #[arg(short = 'J', long = "ask-vault-pass", visible_alias = "ask-vault-password", global = true, help_heading = VAULT)]
     pub ask_vault_pass: bool,
     /// A vault identity: LABEL@SOURCE, where SOURCE is a password file, an executable script (a
     /// `*-client` script is asked with `--vault-id LABEL`) or `prompt` (repeatable; after
     /// ANSIBLE_VAULT_IDENTITY_LIST). Tried before --vault-password-file.
-    #[arg(long = "vault-id", global = true, value_name = "[LABEL@]SOURCE")]
+    #[arg(long = "vault-id", global = true, help_heading = VAULT, value_name = "[LABEL@]SOURCE")]
     pub vault_id: Vec<String>,
+    /// The options several commands take, given before the command (`copctl -e x=1 run ...`):
+    /// `Cli::take_leading` hands them to the command, or refuses them where it takes none.
+    #[command(flatten)]
+    pub leading: Leading,
     #[command(subcommand)]
     pub command: Command,
     /// The vault secrets, read once, when first needed.
@@ -110,11 +128,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the inventory (same JSON as ansible-inventory).
+    #[command(after_help = examples::help("copctl inventory"))]
     Inventory {
         #[command(subcommand)]
         what: InventoryCmd,
     },
     /// Print the hosts a pattern matches, one per line, in Ansible's order.
+    #[command(after_help = examples::help("copctl hosts"))]
     Hosts {
         /// Host pattern: groups, hosts, globs, ~regex, `&` and `!`, subscripts (Ansible's syntax).
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -124,25 +144,29 @@ pub enum Command {
         limit: Option<String>,
     },
     /// Show the task graph a run would execute, without connecting to any host.
+    #[command(after_help = examples::help("copctl plan"))]
     Plan(PlanArgs),
     /// Run playbooks on the hosts (the plan, executed over SSH).
+    #[command(after_help = examples::help("copctl run"))]
     Run(RunArgs),
     /// The manual's node procedures, end to end.
+    #[command(after_help = examples::help("copctl node"))]
     Node {
         #[command(subcommand)]
         what: NodeCmd,
     },
     /// GPU sharing as the manual's chapter "Devices (GPU Sharing)" describes it.
+    #[command(after_help = examples::help("copctl gpu"))]
     Gpu {
         #[command(subcommand)]
         what: GpuCmd,
     },
     /// The manual's first install, in order, on the whole site (or --limit): see the list below.
-    #[command(after_help = crate::procedures::install_help())]
+    #[command(after_help = crate::procedures::install_help() + "\n\n" + &examples::help("copctl install"))]
     Install(InstallArgs),
     /// List recent runs (.copctl/runs): start, duration, result, playbooks and limit; `runs show`
     /// for what one did.
-    #[command(args_conflicts_with_subcommands = true)]
+    #[command(args_conflicts_with_subcommands = true, after_help = examples::help("copctl runs"))]
     Runs {
         #[command(subcommand)]
         what: Option<RunsCmd>,
@@ -154,24 +178,39 @@ pub enum Command {
         prune: Option<usize>,
     },
     /// Check the inventory, env.yaml, playbooks and templates; run nothing.
+    #[command(after_help = examples::help("copctl validate"))]
     Validate(ValidateArgs),
     /// List the playbooks available (built-in and overrides).
+    #[command(after_help = examples::help("copctl playbooks"))]
     Playbooks,
     /// Run one command on every matched host in parallel (like `ansible PATTERN -m shell -a`).
+    #[command(after_help = examples::help("copctl exec"))]
     Exec(ExecArgs),
     /// Install this machine's public key on a host (replaces run-sshkeycopy.sh).
+    #[command(after_help = examples::help("copctl ssh-copy-id"))]
     SshCopyId(SshCopyIdArgs),
     /// Print the shell completion script: `source <(copctl completions bash)` (playbook, host and
     /// group names are completed from the site: the default inventory or COPCTL_INVENTORY).
+    #[command(after_help = examples::help("copctl completions"))]
     Completions {
         /// The shell to complete in.
         #[arg(value_enum)]
         shell: Shell,
     },
-    /// Print the man page (roff): `copctl man | man -l -`.
-    Man,
+    /// Print a man page (roff): copctl's, or one command's (`copctl man node add | man -l -`);
+    /// with --dir, every command's page as a file there.
+    #[command(after_help = examples::help("copctl man"))]
+    Man {
+        /// The command whose page to print (none: copctl's own page).
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+        /// Write every command's page into this directory (copctl.1, copctl-run.1, ...).
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
     /// Each effective Ansible setting (ansible.cfg, ANSIBLE_* variables, flags) and where it came
     /// from, as `ansible-config dump` prints them; the ansible.cfg keys copctl does not use.
+    #[command(after_help = examples::help("copctl config"))]
     Config {
         /// Only the settings that are not copctl's defaults (`ansible-config dump --only-changed`).
         #[arg(long)]
@@ -179,6 +218,7 @@ pub enum Command {
     },
     /// Encrypt, decrypt and view vault files, and encrypt strings for YAML, as ansible-vault does
     /// (same formats, either tool reads what the other writes).
+    #[command(after_help = examples::help("copctl vault"))]
     Vault {
         #[command(subcommand)]
         what: VaultCmd,
@@ -206,6 +246,7 @@ pub enum Shell {
 pub enum VaultCmd {
     /// Encrypt files in place (atomically, keeping their mode), or FILE to --output; `-` or no
     /// file: stdin to stdout.
+    #[command(after_help = examples::help("copctl vault encrypt"))]
     Encrypt {
         /// Files to encrypt (`-` or none: stdin).
         #[arg(value_name = "FILE")]
@@ -219,6 +260,7 @@ pub enum VaultCmd {
     },
     /// Decrypt files in place (atomically, keeping their mode), or FILE to --output; `-` or no
     /// file: stdin to stdout.
+    #[command(after_help = examples::help("copctl vault decrypt"))]
     Decrypt {
         /// Files to decrypt (`-` or none: stdin).
         #[arg(value_name = "FILE")]
@@ -228,6 +270,7 @@ pub enum VaultCmd {
         output: Option<String>,
     },
     /// Print the decrypted content of vault files.
+    #[command(after_help = examples::help("copctl vault view"))]
     View {
         /// Files to show decrypted.
         #[arg(value_name = "FILE", required = true)]
@@ -235,7 +278,11 @@ pub enum VaultCmd {
     },
     /// Encrypt strings as `!vault |` YAML values to paste into env.yaml (stdin when no string,
     /// `-`, or --stdin-name is given).
-    #[command(name = "encrypt_string", visible_alias = "encrypt-string")]
+    #[command(
+        name = "encrypt_string",
+        visible_alias = "encrypt-string",
+        after_help = examples::help("copctl vault encrypt_string")
+    )]
     EncryptString {
         /// The strings to encrypt (none, or `-`: stdin).
         #[arg(value_name = "STRING")]
@@ -266,9 +313,9 @@ pub struct PlanArgs {
     /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (highest precedence).
     #[arg(short = 'e', long = "extra-vars")]
     pub extra_vars: Vec<String>,
-    /// text for people, dot for Graphviz, json for tools.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-    pub format: PlanFormat,
+    /// text for people, dot for Graphviz, json for tools (`--format` is the same).
+    #[arg(long, visible_alias = "format", value_enum, default_value_t = PlanFormat::Text)]
+    pub output: PlanFormat,
 }
 
 #[derive(Debug, Args)]
@@ -328,6 +375,7 @@ pub struct RunArgs {
 pub enum RunsCmd {
     /// What a run did, per host and task: failures first with their messages and output, then
     /// changes with their diffs (recorded under --diff), then every host's tasks.
+    #[command(after_help = examples::help("copctl runs show"))]
     Show {
         /// The run's id, or its beginning (default: the last run).
         id: Option<String>,
@@ -344,6 +392,7 @@ pub enum RunsCmd {
     /// One self-contained HTML file of a run (no network needed to open it): header, recap,
     /// failed tasks first, a timeline per host, changes with their diffs folded, the slowest
     /// tasks. Written readable by its owner only, as the run record is.
+    #[command(after_help = examples::help("copctl runs report"))]
     Report {
         /// The run's id, or its beginning (default: the last run).
         id: Option<String>,
@@ -432,6 +481,7 @@ pub enum NodeCmd {
     /// Add a node already listed in the inventory: key (if needed), system-setup, system-dns,
     /// rke2-install, rke2-post-install, rke2-private-registry — all limited to the node (plus
     /// read-only steps on the servers). Re-run it to resume after a failure.
+    #[command(after_help = examples::help("copctl node add"))]
     Add {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -450,6 +500,7 @@ pub enum NodeCmd {
         output: OutputFormat,
     },
     /// Remove a node: cordon, drain, stop RKE2, delete it from another server, uninstall.
+    #[command(after_help = examples::help("copctl node remove"))]
     Remove {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -476,6 +527,7 @@ pub enum NodeCmd {
     /// Cordon and drain a node for maintenance (the manual's graceful shutdown, steps 1-2, with
     /// the GPU node checks; PodDisruptionBudgets that would block it are named first). kubectl
     /// runs on another server; the node stays cordoned until `copctl node uncordon NAME`.
+    #[command(after_help = examples::help("copctl node drain"))]
     Drain {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -502,6 +554,7 @@ pub enum NodeCmd {
     /// Cordon a node and nothing more (the manual's "Rebalancing load"): no new pods go to it,
     /// its pods stay. kubectl runs on another server; the cordon stays until `copctl node
     /// uncordon NAME` (other procedures leave it).
+    #[command(after_help = examples::help("copctl node cordon"))]
     Cordon {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -515,6 +568,7 @@ pub enum NodeCmd {
     },
     /// Make a node schedulable again after maintenance (the manual's graceful shutdown, step 3):
     /// any cordon is lifted, as asked; one copctl did not make is named.
+    #[command(after_help = examples::help("copctl node uncordon"))]
     Uncordon {
         /// The node's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -532,6 +586,7 @@ pub enum NodeCmd {
 pub enum GpuCmd {
     /// Check workload manifests against the chapter's "Common Mistakes" and YAML rules, offline
     /// (no cluster): `FILE:LINE: error|warning: ...` and a `help:` line each; exit 1 on an error.
+    #[command(after_help = examples::help("copctl gpu lint"))]
     Lint(GpuLintArgs),
 }
 
@@ -552,14 +607,17 @@ pub struct GpuLintArgs {
 #[derive(Debug, Subcommand)]
 pub enum InventoryCmd {
     /// All groups and hosts with their variables (`ansible-inventory --list`).
+    #[command(after_help = examples::help("copctl inventory list"))]
     List,
     /// The group tree (`ansible-inventory --graph`).
+    #[command(after_help = examples::help("copctl inventory graph"))]
     Graph {
         /// The group to start from.
         #[arg(default_value = "all", add = ArgValueCompleter::new(host_candidates))]
         group: String,
     },
     /// One host's variables (`ansible-inventory --host`).
+    #[command(after_help = examples::help("copctl inventory host"))]
     Host {
         /// The host's inventory name.
         #[arg(add = ArgValueCompleter::new(host_candidates))]
@@ -567,10 +625,37 @@ pub enum InventoryCmd {
     },
 }
 
-/// `copctl plan --format`.
+/// `copctl plan --output`.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum PlanFormat {
     Text,
     Dot,
     Json,
+}
+
+/// The options several commands take, accepted before the command too (`copctl -e x=1 run ...`,
+/// `copctl --limit w1 plan ...`), as Ansible's are wherever they are typed.
+#[derive(Debug, Args, Default)]
+pub struct Leading {
+    /// Extra variables, as the command's own -e (before the command's, so the command's win).
+    #[arg(short = 'e', long = "extra-vars", value_name = "VARS", help_heading = LEADING)]
+    pub extra_vars: Vec<String>,
+    /// Only these hosts, as the command's own --limit.
+    #[arg(short = 'l', long, value_name = "PATTERN", help_heading = LEADING, add = ArgValueCompleter::new(host_candidates))]
+    pub limit: Option<String>,
+    /// Check mode, as the command's own --check.
+    #[arg(short = 'C', long, help_heading = LEADING)]
+    pub check: bool,
+    /// Show differences, as the command's own --diff.
+    #[arg(short = 'D', long, help_heading = LEADING)]
+    pub diff: bool,
+    /// The output format, as the command's own --output (`--format` is the same).
+    #[arg(long, visible_alias = "format", value_name = "FORMAT", help_heading = LEADING)]
+    pub output: Option<String>,
+    /// Confirm, as the command's own --yes.
+    #[arg(long, help_heading = LEADING)]
+    pub yes: bool,
+    /// Go on where a playbook refuses, as the command's own --force.
+    #[arg(long, help_heading = LEADING)]
+    pub force: bool,
 }

@@ -1,7 +1,7 @@
-//! `copctl completions SHELL` and `copctl man`: shell completion and the man page, both made from
-//! the clap definitions in args.rs. Completion is clap_complete's environment-driven kind: the
-//! shell calls copctl back (`COPCTL_COMPLETE=bash copctl -- ...`), so playbook names, hosts and
-//! groups are the site's own, read when the user presses TAB.
+//! `copctl completions SHELL`: shell completion, made from the clap definitions in args.rs. It
+//! is clap_complete's environment-driven kind: the shell calls copctl back
+//! (`COPCTL_COMPLETE=bash copctl -- ...`), so playbook names, hosts and groups are the site's
+//! own, read when the user presses TAB.
 
 use std::io::Write;
 
@@ -31,12 +31,5 @@ pub fn completions(shell: Shell) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     completer.write_registration(COMPLETE_VAR, "copctl", "copctl", "copctl", &mut out)?;
     out.flush()?;
-    Ok(0)
-}
-
-/// The man page (roff), generated from the same definitions as `--help`.
-pub fn man() -> Result<i32> {
-    let mut out = std::io::stdout().lock();
-    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
     Ok(0)
 }

@@ -14,7 +14,7 @@ use crate::report::history;
 use crate::run::RunRequest;
 
 pub fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
-    super::init_tracing(cli.verbose, None);
+    cli.init_tracing(None);
     let site = cli.site(&[])?;
     let p = procedures::install(&site, args.from.as_deref())?;
     drop(site);

@@ -8,11 +8,14 @@ mod candidates;
 mod completions;
 mod config;
 mod confirm;
+mod examples;
 pub use completions::answer_if_asked;
 mod exec;
 mod gpu;
 mod install;
 mod inventory;
+mod leading;
+mod man;
 mod node;
 mod plan;
 mod run;
@@ -34,7 +37,7 @@ use crate::vault::{Vault, VaultOptions};
 
 /// Runs the command; returns the process exit code.
 pub fn execute(cli: &Cli) -> Result<i32> {
-    if !matches!(cli.command, Command::Completions { .. } | Command::Man | Command::Gpu { .. }) {
+    if !matches!(cli.command, Command::Completions { .. } | Command::Man { .. } | Command::Gpu { .. }) {
         cli.load_ansible_cfg()?;
     }
     match &cli.command {
@@ -51,7 +54,7 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Exec(args) => exec::exec(cli, args),
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
         Command::Completions { shell } => completions::completions(*shell),
-        Command::Man => completions::man(),
+        Command::Man { command, dir } => man::man(command, dir.as_deref()),
         Command::Vault { what } => vault::vault(cli, what),
         Command::Config { only_changed } => config::config(cli, *only_changed),
     }
@@ -292,6 +295,14 @@ fn password(ask: bool, file: Option<&std::path::Path>, prompt: &str) -> Result<O
             "give it in a file instead: --connection-password-file / --become-password-file",
         )
     })
+}
+
+impl Cli {
+    /// `-v` on stderr, and the debug log: `--log-file`, else ansible.cfg's `log_path`
+    /// (ANSIBLE_LOG_PATH), as ansible-playbook logs there.
+    fn init_tracing(&self, log_file: Option<&std::path::Path>) {
+        init_tracing(self.verbose, log_file.or(self.cfg().path("DEFAULT_LOG_PATH")));
+    }
 }
 
 /// `-v`: info, `-vv`: debug, `-vvv`: trace, on stderr; `--log-file` adds a debug log.

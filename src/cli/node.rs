@@ -15,7 +15,7 @@ use crate::run::RunRequest;
 use crate::transport::{ConnectionKind, HostSpec, SshConfigFile, SshConnection, TransportError};
 
 pub fn node(cli: &Cli, what: &NodeCmd) -> Result<i32> {
-    super::init_tracing(cli.verbose, None);
+    cli.init_tracing(None);
     let site = cli.site(&[])?;
     let name = match what {
         NodeCmd::Add { name, .. }

@@ -13,7 +13,7 @@ pub fn plan(cli: &Cli, args: &PlanArgs) -> Result<i32> {
     warn_unread_keys(&site);
     let pbs = args.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
     let plan = crate::plan::plan(&site, pbs, args.limit.as_deref())?;
-    let text = match args.format {
+    let text = match args.output {
         PlanFormat::Text => crate::plan::render::text(&plan),
         PlanFormat::Dot => crate::plan::render::dot(&plan),
         PlanFormat::Json => serde_json::to_string_pretty(&crate::plan::render::json(&plan)).expect("JSON"),

@@ -15,7 +15,7 @@ pub fn run(cli: &Cli, args: &RunArgs) -> Result<i32> {
     if args.syntax_check || args.list_hosts || args.list_tasks {
         return list(cli, &request(cli, args), args);
     }
-    super::init_tracing(cli.verbose, args.log_file.as_deref());
+    cli.init_tracing(args.log_file.as_deref());
     let mut req = request(cli, args);
     // A playbook that destroys what no re-run brings back asks first (check mode changes nothing).
     if !args.yes && !args.check {
