@@ -505,7 +505,18 @@ fn a_ten_megabyte_env_yaml_loads_and_its_errors_keep_their_line() {
     s.write("env.yaml", &env).write("playbooks/site.yaml", PLAY);
     // Not timed (speed is the benchmarks' business); a loader quadratic in the file's size would
     // not finish this one.
-    s.test().args(["validate", "site"]).run();
+    let ran = s.test().args(["validate", "site"]).run();
+    // No playbook reads the settings: the first 20 are named, the rest counted in one line.
+    let warnings: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 21, "{}", &ran.stderr[..ran.stderr.len().min(3000)]);
+    assert_eq!(warnings[0], "warning: env.yaml:2: 'setting_2' is read by no playbook or template");
+    assert_eq!(
+        warnings[20],
+        format!(
+            "warning: env.yaml: {} more keys are read by no playbook or template (the first 20 are named above)",
+            n - 21
+        )
+    );
     env.push_str("broken: [unclosed\n");
     s.write("env.yaml", &env);
     let (line, w, p) = (n + 1, (n + 1).to_string().len(), " ".repeat((n + 1).to_string().len() + 2));

@@ -2,7 +2,7 @@
 //! table (tests/docs.rs) and for the warning about a key no playbook or template reads (a typo
 //! such as `rke2_verison` would otherwise pass silently, its default applying).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use regex::Regex;
@@ -79,20 +79,39 @@ pub fn unread_keys(site: &Site) -> Vec<String> {
     }
     let values: Vec<String> = site.env.vars.values().map(|v| v.to_string()).collect();
     let known: BTreeSet<&str> = texts.iter().chain(&values).flat_map(|t| words(t)).collect();
-    let mut out = Vec::new();
-    for key in site.env.vars.keys() {
-        if known.contains(key.as_str()) || site.env.secret_names.contains(key) {
-            continue;
+    let unread: Vec<&String> =
+        site.env.vars.keys().filter(|k| !known.contains(k.as_str()) && !site.env.secret_names.contains(*k)).collect();
+    if unread.is_empty() {
+        return vec![];
+    }
+    // Each top-level key's line, from one pass over the file (a site may hold many keys).
+    let mut lines: HashMap<&str, usize> = HashMap::new();
+    for (i, l) in source.text.lines().enumerate() {
+        if let Some((k, _)) = l.split_once(':').filter(|(k, _)| !k.starts_with([' ', '\t', '#', '-'])) {
+            lines.entry(k.trim_end()).or_insert(i + 1);
         }
-        let prefix = format!("{key}:");
-        let line = source.text.lines().position(|l| l.starts_with(&prefix)).map_or(1, |i| i + 1);
-        let names = known.iter().filter(|w| w.contains('_') && !w.starts_with(|c: char| c.is_ascii_digit()));
-        let close = crate::text::closest::closest(key, names, 3);
+    }
+    let names: Vec<&str> =
+        known.iter().copied().filter(|w| w.contains('_') && !w.starts_with(|c: char| c.is_ascii_digit())).collect();
+    let mut out = Vec::new();
+    for key in unread.iter().take(MOST_UNREAD) {
+        let line = lines.get(key.as_str()).copied().unwrap_or(1);
+        let close = crate::text::closest::closest(key, &names, 3);
         let mut msg = format!("{}:{line}: '{key}' is read by no playbook or template", source.name);
         if !close.is_empty() {
             msg.push_str(&format!(" (did you mean: {}?)", close.join(", ")));
         }
         out.push(msg);
     }
+    if unread.len() > MOST_UNREAD {
+        out.push(format!(
+            "{}: {} more keys are read by no playbook or template (the first {MOST_UNREAD} are named above)",
+            source.name,
+            unread.len() - MOST_UNREAD
+        ));
+    }
     out
 }
+
+/// How many unread keys are named one by one; the rest are counted in one line.
+const MOST_UNREAD: usize = 20;
