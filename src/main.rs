@@ -1,3 +1,6 @@
+//! The copctl binary: parses the command line and runs the command (src/cli), exiting with
+//! Ansible's codes; the process-wide settings (signals, allocator, error reports) are set here first.
+
 use std::io::IsTerminal;
 
 fn main() {
