@@ -844,6 +844,11 @@ fn without_ntp_servers_the_servers_keep_the_time_every_node_follows_them_and_a_n
         "non-zero return code 1: cop-worker-2: chrony is not synchronised to the servers (chronyc tracking: Leap \
          status Not synchronised)"
     );
+    // clock_check: false (a node with no way to its time source) leaves the clock unread, and
+    // the recap says the step was skipped.
+    let ev = c.run_json(&["system-setup", "--limit", "cop-worker-2", "-e", "clock_check=false"], 0).events();
+    let read = ev.iter().find(|e| e["event"] == "task_end" && e["step"] == "clock in sync").unwrap();
+    assert_eq!((read["status"].as_str(), read["host"].as_str()), (Some("skipped"), Some("cop-worker-2")), "{read}");
     // With ntp_servers, every node follows them.
     std::fs::write(c.lab().path(idx("cop-worker-2"), "/var/lib/copctl-doubles/clock-offset"), "0.01").unwrap();
     c.run_json(&["system-setup", "-e", r#"{"ntp_servers": ["ntp1.example.com"]}"#], 0);
