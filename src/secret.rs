@@ -3,6 +3,7 @@
 //! prints as `********`; `Redactor` masks known secret values inside any text.
 
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -141,6 +142,55 @@ pub struct Redactor {
     secrets: Vec<String>,
     /// What is masked: every secret and its encodings, longest first.
     values: Vec<String>,
+    /// Text the site's templates computed from secrets, learned as it is rendered.
+    derived: Option<Arc<DerivedSecrets>>,
+}
+
+/// Text computed from secrets (`(api_token ~ ':x') | b64encode`, `signing_key[:12]`,
+/// `password | regex_replace(...)`), learned by the templates as they render it and masked by
+/// every `Redactor` given it from then on, with its encodings: what a host prints back of it
+/// (an `echo`, a registered stdout) is as secret as the secret it came from. Shared by the
+/// site's templates and the run's redactor, so a value is masked before the step that rendered
+/// it reports anything.
+#[derive(Debug, Default)]
+pub struct DerivedSecrets {
+    /// The texts learned, each once, and their encodings longest first (what is masked).
+    state: Mutex<(std::collections::HashSet<String>, Arc<Vec<String>>)>,
+}
+
+impl DerivedSecrets {
+    /// Adds texts computed from secrets. Shorter than `MIN_DERIVED` characters, a text is not
+    /// masked as such: it would mask ordinary words (the step that rendered it still shows its
+    /// template source, not the text).
+    pub fn learn(&self, texts: impl IntoIterator<Item = String>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut values: Option<Vec<String>> = None;
+        for t in texts {
+            if t.chars().count() < MIN_DERIVED || state.0.contains(&t) {
+                continue;
+            }
+            let v = values.get_or_insert_with(|| state.1.as_ref().clone());
+            v.extend(encodings(&t).into_iter().filter(|e| e.len() >= 3));
+            state.0.insert(t);
+        }
+        if let Some(mut v) = values {
+            longest_first(&mut v);
+            state.1 = Arc::new(v);
+        }
+    }
+
+    /// What is masked now, longest first.
+    pub fn values(&self) -> Arc<Vec<String>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1.clone()
+    }
+}
+
+/// The shortest text computed from a secret that is masked as a secret (a slice `key[:4]`).
+pub const MIN_DERIVED: usize = 4;
+
+fn longest_first(v: &mut Vec<String>) {
+    v.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    v.dedup();
 }
 
 impl Redactor {
@@ -162,15 +212,32 @@ impl Redactor {
         }
         if added {
             self.values.retain(|v| v.len() >= 3);
-            self.values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-            self.values.dedup();
+            longest_first(&mut self.values);
         }
     }
 
+    /// Masks, besides its own secrets, what `derived` learns from now on.
+    pub fn with_derived(mut self, derived: Arc<DerivedSecrets>) -> Self {
+        self.derived = Some(derived);
+        self
+    }
+
     pub fn redact(&self, text: &str) -> String {
+        let derived = self.derived.as_ref().map(|d| d.values()).unwrap_or_default();
+        // One pass over both lists, longest first: a slice of a secret masked before the
+        // secret itself would leave the secret's rest in clear.
+        let (mut a, mut b) = (self.values.iter().peekable(), derived.iter().peekable());
         let mut out = text.to_string();
-        for v in &self.values {
-            if out.contains(v.as_str()) {
+        loop {
+            let v = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.len() >= y.len() => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            if let Some(v) = v
+                && out.contains(v.as_str())
+            {
                 out = out.replace(v.as_str(), MASK);
             }
         }

@@ -172,7 +172,7 @@ impl Site {
         }
         let extra = Value::Object(self.extra.clone().into_iter().collect());
         self.secret_names.collect_values(&extra, &mut values);
-        Redactor::new(values)
+        Redactor::new(values).with_derived(self.templates.derived_secrets())
     }
 
     /// `secret_vars` entries that nothing gives a value (env.yaml, `-e`, the inventory).

@@ -466,6 +466,114 @@ fn text_rendered_from_a_secret_is_shown_as_its_template_source() {
     );
 }
 
+/// Values computed from secrets (issue 43's corpus): each is rendered into a command that
+/// prints it back, a message, a file's content, a failing command's stderr and a fact; each
+/// must be masked in every output, whole and in the forms copctl writes (quoted, base64).
+const DERIVED_FORMS: &[(&str, &str)] = &[
+    ("concatenated then encoded", "('pre:' ~ api_token ~ ':post') | b64encode"),
+    ("regex_replace", "registry_password | regex_replace('[0-9]', '#')"),
+    ("a slice", "signing_key[:12]"),
+    ("replace", "api_token | replace('-', '')"),
+    ("reversed", "api_token | reverse"),
+    ("a method's part", "api_token.split('-')[1]"),
+    ("a regex_search", "signing_key | regex_search('Ly[a-zA-Z]+')"),
+];
+
+fn derived_values() -> Vec<String> {
+    use base64::Engine;
+    let (token, pw, key) = ("tok-abc123-Zq9x", "Reg1stry-Pw-77", "sk_live_51HqLyjWDarjtT1zdp7dc");
+    vec![
+        base64::engine::general_purpose::STANDARD.encode(format!("pre:{token}:post")),
+        pw.replace(|c: char| c.is_ascii_digit(), "#"),
+        key[..12].to_string(),
+        token.replace('-', ""),
+        token.chars().rev().collect(),
+        "abc123".to_string(),
+        "LyjWDarjtT".to_string(),
+        key[key.len() - 9..].to_string(),
+    ]
+}
+
+fn derived_forms_site() -> Site {
+    let site = site(1);
+    site.edit("env.yaml", |env| {
+        env + "api_token: tok-abc123-Zq9x\nregistry_password: Reg1stry-Pw-77\nsigning_key: sk_live_51HqLyjWDarjtT1zdp7dc\n\
+               secret_vars: [signing_key]\nderived_rev: 1\n"
+    });
+    let mut steps = String::new();
+    for (i, (what, form)) in DERIVED_FORMS.iter().enumerate() {
+        steps += &format!(
+            "      - name: echo {what}\n        shell: \"echo {{{{ {form} }}}}\"\n        register: echoed{i}\n\
+             \x20     - name: show what {what} printed\n        debug: {{ var: echoed{i}.stdout }}\n"
+        );
+    }
+    let all: Vec<String> = DERIVED_FORMS.iter().map(|(_, f)| format!("{{{{ {f} }}}}")).collect();
+    let all = all.join(" ");
+    site.write(
+        "playbooks/derived-forms.yaml",
+        format!(
+            r#"description: values computed from secrets, printed back by the host
+plays:
+  - name: derived
+    hosts: lab
+    steps:
+{steps}      - name: say them
+        debug: {{ msg: "{all}" }}
+      - name: write them
+        copy: {{ content: "{all} rev {{{{ derived_rev }}}}\n", dest: /var/tmp/derived-forms, mode: "0600" }}
+      - name: fail with one
+        shell: "echo {{{{ registry_password | regex_replace('[0-9]', '#') }}}} >&2; exit 3"
+        ignore_errors: true
+      - name: "named after {{{{ signing_key[:12] }}}}"
+        debug: {{ msg: named }}
+      - name: derive a fact
+        set_fact: {{ key_tail: "{{{{ signing_key[-9:] }}}}" }}
+      - name: echo the fact
+        shell: "echo {{{{ key_tail }}}}; echo {{{{ key_tail | b64encode }}}}"
+"#
+        ),
+    );
+    site
+}
+
+#[test]
+fn values_computed_from_secrets_never_leave_in_output_record_or_log() {
+    use base64::Engine;
+    let site = derived_forms_site();
+    let lab = site.lab();
+    let o1 = site.test().args(["run", "derived-forms", "-v", "--diff", "--log-file", "trace.log"]).run();
+    site.edit("env.yaml", |env| env.replace("derived_rev: 1", "derived_rev: 2"));
+    let o2 = site.test().args(["run", "derived-forms", "-vv", "--diff", "--output", "json"]).run();
+    // The host got the real values ...
+    let written = std::fs::read_to_string(lab.path(0, "/var/tmp/derived-forms")).unwrap();
+    let values = derived_values();
+    for v in &values[..DERIVED_FORMS.len()] {
+        assert!(written.contains(v.as_str()), "{v} in {written}");
+    }
+    assert!(o1.stdout.contains("echo the fact") && o2.stdout.contains("\"task_end\""), "{}", o1.stdout);
+    // ... and nothing else did, in any of the forms copctl writes.
+    let mut places: Vec<(String, String)> = vec![];
+    for (k, o) in [("run", &o1), ("json run", &o2)] {
+        places.push((format!("{k} stdout"), o.stdout.clone()));
+        places.push((format!("{k} stderr"), o.stderr.clone()));
+    }
+    places.push(("trace.log".into(), site.read("trace.log")));
+    places.extend(files_under(&site.path(".copctl")).into_iter().map(|(p, t)| (p.display().to_string(), t)));
+    let mut found = vec![];
+    for (place, text) in &places {
+        for v in &values {
+            for form in [v.clone(), base64::engine::general_purpose::STANDARD.encode(v), format!("\"{v}\"")] {
+                if text.contains(&form) {
+                    found.push(format!("{form:?} (of {v:?}) in {place}"));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "derived secrets found: {found:#?}");
+    // What was masked is still said to be there.
+    assert!(o1.stdout.contains("stdout: ********"), "{}", o1.stdout);
+}
+
 #[test]
 fn a_limited_run_reads_the_token_outside_the_limit_and_changes_only_the_limit() {
     let site = site(4);

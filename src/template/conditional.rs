@@ -47,7 +47,7 @@ impl Templates {
             self.render_str(e, ctx)?;
             return Err(untrusted(e));
         };
-        let value = with_root(ctx, || self.env.compile_expression(&prepared(inner))?.eval(ctx))?;
+        let value = with_root(ctx, inner, || self.env.compile_expression(&prepared(inner))?.eval(ctx))?;
         // A variable the site wrote as a template around other text (`c: "{{ a }} == 1"`) holds
         // rendered text, which Ansible does not trust as an expression either.
         let name = inner.trim();

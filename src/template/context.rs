@@ -68,7 +68,7 @@ pub fn host_context_with(
     hostvars: Arc<dyn HostVarLookup>,
     magic: Option<&Magic>,
 ) -> Value {
-    let reads = Arc::new(SecretReads::new(templates.secret_names.clone()));
+    let reads = Arc::new(SecretReads::new(templates.secret_names.clone(), templates.derived.clone()));
     let mut ctx = LazyVars::new(templates.env.clone(), vars, None, reads.clone());
     let hostvars = HostVars { lookup: hostvars, env: templates.env.clone(), groups: groups.clone(), reads };
     ctx.ready.insert("inventory_hostname".into(), Value::from(host));
@@ -91,7 +91,7 @@ pub fn host_context_with(
 impl Templates {
     /// A context of host-independent variables (a play's `hosts:`, `require:`), rendered lazily.
     pub fn context(&self, vars: &crate::inventory::Vars) -> Value {
-        let reads = Arc::new(SecretReads::new(self.secret_names.clone()));
+        let reads = Arc::new(SecretReads::new(self.secret_names.clone(), self.derived.clone()));
         Value::from_object(LazyVars::new(self.env.clone(), crate::vars::VarLayers::one(vars.clone()), None, reads))
     }
 }
@@ -154,6 +154,10 @@ impl LazyVars {
         RESOLVING.with(|r| r.borrow_mut().pop());
         match out {
             Ok(v) => {
+                // A variable rendered from secrets is one, whatever its name.
+                if !read.is_empty() {
+                    self.reads.derived_text.learn(super::secrets::derived_texts(&v, &raw.to_string()));
+                }
                 self.rendered.lock().expect("render cache").insert(name.to_string(), (v.clone(), read));
                 v
             }
@@ -224,7 +228,7 @@ fn render_json(env: &Environment<'static>, v: &serde_json::Value, ctx: &Value) -
     Ok(match v {
         serde_json::Value::String(s) if is_template(s) => match single_expression(&escape_backslashes(s)) {
             Some(expr) => {
-                let v = with_root(ctx, || env.compile_expression(&prepared(expr))?.eval(ctx))?;
+                let v = with_root(ctx, expr, || env.compile_expression(&prepared(expr))?.eval(ctx))?;
                 if v.is_undefined() {
                     return Err(minijinja::Error::new(
                         ErrorKind::UndefinedError,

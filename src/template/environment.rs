@@ -8,7 +8,7 @@ use std::sync::Arc;
 use minijinja::value::Value;
 use minijinja::{Environment, UndefinedBehavior};
 
-use super::render::{PRINTED, load_template};
+use super::render::{PRINTED, ROOTS, load_template};
 use super::site_plugins::{PYTHON, PythonPlugins};
 use super::template_vars::MANAGED;
 use super::{Templates, clock, filters, format, lookup, password, python, random, rewrite, urlsplit};
@@ -32,6 +32,11 @@ impl Templates {
             if !matches!(value.kind(), minijinja::value::ValueKind::String | minijinja::value::ValueKind::None) {
                 PRINTED.with(|p| p.borrow_mut().as_mut().map(|p| p.push(value.clone())));
             }
+            if let Some(source) = super::secrets::take_unprinted_read()
+                && let Some(root) = ROOTS.with(|r| r.borrow().last().cloned())
+            {
+                super::secrets::learn_derived(&root, value, &source);
+            }
             if value.is_none() { Ok(()) } else { minijinja::escape_formatter(out, state, value) }
         });
         let dir = override_dir.clone();
@@ -48,7 +53,19 @@ impl Templates {
         env.set_unknown_method_callback(filters::python_method);
         let python = Arc::new(python::Python::default());
         env.add_global(PYTHON, Value::from_object(PythonPlugins(python.clone())));
-        Templates { env: Arc::new(env), override_dir, secret_names: SecretNames::default(), python }
+        Templates {
+            env: Arc::new(env),
+            override_dir,
+            secret_names: SecretNames::default(),
+            python,
+            derived: Arc::default(),
+        }
+    }
+
+    /// What this site's renderings have computed from secrets so far, and will: for the
+    /// redactors of what a run prints and records (`Redactor::with_derived`).
+    pub fn derived_secrets(&self) -> Arc<crate::secret::DerivedSecrets> {
+        self.derived.clone()
     }
 
     /// The site's Python worker (modules from `library/` are built there).

@@ -101,6 +101,8 @@ pub struct Templates {
     secret_names: SecretNames,
     /// The site's own Python plugins (python.rs).
     python: Arc<python::Python>,
+    /// What renderings computed from secrets, for the run's redactor (`secrets.rs`).
+    derived: Arc<crate::secret::DerivedSecrets>,
 }
 
 impl std::fmt::Debug for Templates {

@@ -117,7 +117,14 @@ impl Templates {
     pub fn eval(&self, expr: &str, ctx: &Value) -> Result<Value, minijinja::Error> {
         let expr = expr.trim();
         let expr = expr.strip_prefix("{{").and_then(|e| e.strip_suffix("}}")).unwrap_or(expr);
-        with_root(ctx, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
+        let (value, unprinted) = super::secrets::noting_reads(|| {
+            with_root(ctx, expr, || self.env.compile_expression(&prepared(expr))?.eval(ctx))
+        });
+        // A value computed from secrets (`signing_key[:12]` of a `debug: var:`) is one.
+        if unprinted && let Ok(v) = &value {
+            super::secrets::learn_derived(ctx, v, expr);
+        }
+        value
     }
 
     /// The top-level variables `text` (a template, or a bare expression where `expr`) reads
@@ -233,15 +240,18 @@ pub(super) fn native_result(env: &Environment<'_>, source: &str, text: &str, pri
     printed.iter().find(|v| text_of(v).is_ok_and(|t| t == core)).cloned()
 }
 
-/// Runs `f` with `ctx` as the innermost rendering's context (see `ROOTS`).
-pub(super) fn with_root<T>(ctx: &Value, f: impl FnOnce() -> T) -> T {
+/// Runs `f` with `ctx` as the innermost rendering's context (see `ROOTS`), rendering `source`
+/// (whose own text is no secret, `secrets::note_printed`).
+pub(super) fn with_root<T>(ctx: &Value, source: &str, f: impl FnOnce() -> T) -> T {
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
             ROOTS.with(|r| r.borrow_mut().pop());
+            super::secrets::close_frame();
         }
     }
     ROOTS.with(|r| r.borrow_mut().push(ctx.clone()));
+    super::secrets::open_frame(source);
     let _pop = Pop;
     f()
 }
@@ -278,7 +288,7 @@ pub(super) fn render_text(
     let (body, o) = header_overrides(&unqualified_source, o)?;
     let out = if o == Syntax::default() {
         let body = rewrite::apply_default(body, false);
-        with_root(ctx, || env.render_named_str(name, &body, ctx))?
+        with_root(ctx, &body, || env.render_named_str(name, &body, ctx))?
     } else {
         let mut b = minijinja::syntax::SyntaxConfig::builder();
         b.trim_blocks(o.trim_blocks.unwrap_or(true)).lstrip_blocks(o.lstrip_blocks.unwrap_or(false));
@@ -303,7 +313,7 @@ pub(super) fn render_text(
             Some(seq) => body.replace("\r\n", "\n").replace('\r', "\n").replace('\n', seq),
         };
         let body = rewrite::apply(&body, config, false);
-        with_root(ctx, || env.render_named_str(name, &body, ctx))?
+        with_root(ctx, &body, || env.render_named_str(name, &body, ctx))?
     };
     Ok(pad_trailing_newlines(body, out, &newline))
 }

@@ -1,14 +1,17 @@
 //! Secret tracking: every context records which secret variables its renderings read, through
 //! other variables, `hostvars` and facts alike, so that text rendered from a secret, in whatever
-//! form a filter gave it, is withheld from every output.
+//! form a filter gave it, is withheld from every output. What an expression prints after
+//! reading a secret, and a variable rendered from one, is learned as a secret itself
+//! (`DerivedSecrets`): the taint follows the value, so a host printing it back is masked too.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use minijinja::value::Value;
+use minijinja::value::{Value, ValueKind};
 
 use super::LazyVars;
-use crate::secret::SecretNames;
+use crate::secret::{DerivedSecrets, SecretNames};
 
 /// Which secret variables the renderings of a context read: shared by the context and every
 /// context reached through it (`hostvars[...]`), kept as a stack of scopes so that a variable
@@ -19,13 +22,15 @@ pub(super) struct SecretReads {
     pub(super) names: SecretNames,
     /// More names to treat as secrets: facts set from secrets during a run.
     derived: Mutex<BTreeSet<String>>,
+    /// Text computed from secrets, shared with the site's templates and the run's redactor.
+    pub(super) derived_text: Arc<DerivedSecrets>,
     /// Open scopes, innermost last; the first is the context's own and is never closed.
     scopes: Mutex<Vec<BTreeSet<String>>>,
 }
 
 impl SecretReads {
-    pub(super) fn new(names: SecretNames) -> SecretReads {
-        SecretReads { names, derived: Mutex::default(), scopes: Mutex::new(vec![BTreeSet::new()]) }
+    pub(super) fn new(names: SecretNames, derived_text: Arc<DerivedSecrets>) -> SecretReads {
+        SecretReads { names, derived: Mutex::default(), derived_text, scopes: Mutex::new(vec![BTreeSet::new()]) }
     }
 
     pub(super) fn is_secret(&self, name: &str) -> bool {
@@ -35,7 +40,14 @@ impl SecretReads {
     pub(super) fn record<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
         let mut scopes = self.scopes.lock().expect("secret reads");
         let top = scopes.last_mut().expect("the context's own scope");
-        top.extend(names.into_iter().cloned());
+        let mut any = false;
+        for n in names {
+            any = true;
+            top.insert(n.clone());
+        }
+        if any {
+            flag_read();
+        }
     }
 
     pub(super) fn open(&self) {
@@ -48,6 +60,10 @@ impl SecretReads {
         let read = if scopes.len() > 1 { scopes.pop().unwrap_or_default() } else { BTreeSet::new() };
         if let Some(outer) = scopes.last_mut() {
             outer.extend(read.iter().cloned());
+        }
+        // What read them is a value computed from secrets for the rendering that asked for it.
+        if !read.is_empty() {
+            flag_read();
         }
         read
     }
@@ -90,6 +106,108 @@ pub fn tracking_secrets<R>(ctx: &Value, f: impl FnOnce() -> R) -> (R, BTreeSet<S
 pub fn treat_as_secret<'a>(ctx: &Value, names: impl IntoIterator<Item = &'a String>) {
     if let Some(r) = reads_of(ctx) {
         r.derived.lock().expect("secret names").extend(names.into_iter().cloned());
+    }
+}
+
+/// One rendering under way on this thread: its template text, and whether a secret was read
+/// since it last printed a value.
+struct Frame {
+    source: String,
+    read: bool,
+}
+
+thread_local! {
+    /// The renderings under way on this thread, innermost last (pushed with `render::ROOTS`).
+    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+}
+
+fn flag_read() {
+    FRAMES.with(|f| {
+        if let Some(top) = f.borrow_mut().last_mut() {
+            top.read = true;
+        }
+    });
+}
+
+pub(super) fn open_frame(source: &str) {
+    FRAMES.with(|f| f.borrow_mut().push(Frame { source: source.to_string(), read: false }));
+}
+
+/// Ends the innermost rendering; a secret it read and printed nothing of counts for the
+/// rendering around it (a filter's argument, a variable resolved in an expression).
+pub(super) fn close_frame() -> bool {
+    FRAMES.with(|f| {
+        let mut f = f.borrow_mut();
+        let read = f.pop().is_some_and(|fr| fr.read);
+        if read && let Some(outer) = f.last_mut() {
+            outer.read = true;
+        }
+        read
+    })
+}
+
+/// Runs `f` (which renders) and says whether it read a secret that nothing printed since: its
+/// value was computed from one.
+pub(super) fn noting_reads<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    open_frame("");
+    let out = f();
+    let read = FRAMES.with(|fr| fr.borrow_mut().pop().is_some_and(|fr| fr.read));
+    (out, read)
+}
+
+/// For the minijinja formatter, about to print a value: the innermost rendering's template
+/// text when it read a secret since it last printed (the value was computed from it:
+/// `('pre:' ~ api_token) | b64encode`, `key[:12]`, a `regex_replace`), which it then forgets.
+/// The formatter learns the value (`learn_derived`); a value the template's own text holds
+/// (`'on' if pw else 'off'`), a boolean or a number (a test's result, a length) is not learned.
+pub(super) fn take_unprinted_read() -> Option<String> {
+    FRAMES.with(|f| {
+        let mut f = f.borrow_mut();
+        let top = f.last_mut()?;
+        std::mem::take(&mut top.read).then(|| top.source.clone())
+    })
+}
+
+/// Learns `value`, computed from secrets in `ctx`, as a secret (see `derived_texts`).
+pub(super) fn learn_derived(ctx: &Value, value: &Value, source: &str) {
+    if let Some(r) = reads_of(ctx) {
+        r.derived_text.learn(derived_texts(value, source));
+    }
+}
+
+/// The texts of a value computed from secrets: a string itself; a list's or mapping's text as
+/// printed and each string inside it; nothing for a boolean, a number or a null. Text that
+/// `source`, the template, holds literally is no secret.
+pub(super) fn derived_texts(value: &Value, source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_texts(value, source, &mut out, 0);
+    out
+}
+
+fn collect_texts(value: &Value, source: &str, out: &mut Vec<String>, depth: usize) {
+    let mut push = |t: String| {
+        if !t.is_empty() && !source.contains(t.as_str()) {
+            out.push(t);
+        }
+    };
+    match value.kind() {
+        ValueKind::Bool | ValueKind::Number | ValueKind::None | ValueKind::Undefined | ValueKind::Invalid => {}
+        ValueKind::String | ValueKind::Bytes => push(value.to_string()),
+        _ => {
+            push(value.to_string());
+            if depth > 8 {
+                return;
+            }
+            let Ok(items) = value.try_iter() else { return };
+            let map = value.kind() == ValueKind::Map;
+            for item in items {
+                let v = if map { value.get_item(&item).unwrap_or_default() } else { item.clone() };
+                if map {
+                    collect_texts(&item, source, out, depth + 1);
+                }
+                collect_texts(&v, source, out, depth + 1);
+            }
+        }
     }
 }
 
@@ -225,6 +343,131 @@ mod tests {
         ] {
             let out = t.render_str(&format!("{{{{ {expr} }}}}"), &ctx).unwrap();
             assert_eq!(r.redact(&out), masked, "{expr}: {out}");
+        }
+    }
+
+    /// The derived forms an independent check found in clear, and more of the kind: each
+    /// rendered value is learned, so the host printing it back (an `echo`) is masked, whole
+    /// and in its encodings.
+    const DERIVED_FORMS: &[&str] = &[
+        "('pre:' ~ api_token ~ ':post') | b64encode",
+        "registry_password | regex_replace('[0-9]', '#')",
+        "signing_key[:12]",
+        "signing_key[-10:] | upper",
+        "api_token | replace('-', '')",
+        "[api_token, 'x'] | join(',')",
+        "'%s-suffix' | format(api_token)",
+        "api_token | reverse",
+        "api_token | hash('sha256')",
+        "(api_token ~ ' x') | urlencode",
+        "api_token.split('-')[1]",
+        "api_token | regex_search('[a-z]+[0-9]+')",
+        "login_line",
+        "login_line | b64encode",
+        "{'auth': api_token[2:]} | to_json",
+        "registry_password | regex_search('Pw-[0-9]+')",
+    ];
+
+    fn derived_site() -> (Templates, Value, crate::secret::Redactor) {
+        let t = Templates::new(None).with_secret_names(SecretNames::new(vec!["signing_key".into()]));
+        let vars: crate::inventory::Vars = serde_json::from_value(serde_json::json!({
+            "api_token": "tok-abc123-Zq9x", "registry_password": "Reg1stry-Pw-77",
+            "signing_key": "sk_live_51HqLyjWDarjtT1zdp7dc", "user": "ops",
+            "login_line": "{{ user }}:{{ api_token | b64encode }}",
+        }))
+        .unwrap();
+        let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+        let secrets = ["tok-abc123-Zq9x", "Reg1stry-Pw-77", "sk_live_51HqLyjWDarjtT1zdp7dc"];
+        let r = crate::secret::Redactor::new(secrets.iter().map(|s| s.to_string()).collect())
+            .with_derived(t.derived_secrets());
+        (t, ctx, r)
+    }
+
+    #[test]
+    fn values_computed_from_secrets_are_masked_wherever_they_come_back() {
+        use crate::secret::MASK;
+        let (t, ctx, r) = derived_site();
+        for expr in DERIVED_FORMS {
+            let value = t.render_str(&format!("{{{{ {expr} }}}}"), &ctx).unwrap();
+            // What a host prints back of it, as it is and in the forms copctl writes.
+            let echoed = format!("out: {value} | {} | {}", crate::text::quote::quoted_body(&value), {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD.encode(&value)
+            });
+            let shown = r.redact(&echoed);
+            assert_eq!(shown, format!("out: {MASK} | {MASK} | {MASK}"), "{expr} = {value:?}");
+        }
+        // As a task's set_fact renders it: a single expression, evaluated natively.
+        let v = t.eval("signing_key[3:15]", &ctx).unwrap();
+        assert_eq!(r.redact(&format!("fact={v}")), format!("fact={MASK}"));
+    }
+
+    #[test]
+    fn what_a_secret_only_decides_is_not_learned() {
+        let (t, ctx, r) = derived_site();
+        for (text, out) in [
+            ("{{ 'enabled' if api_token else 'disabled' }}", "enabled"),
+            ("{{ api_token | length }}", "15"),
+            ("{{ api_token is defined }}", "True"),
+            ("{% if api_token %}{% endif %}{{ user }}-{{ 'static' }}", "ops-static"),
+            ("{{ api_token[:2] }}", "to"),
+        ] {
+            assert_eq!(t.render_str(text, &ctx).unwrap(), out, "{text}");
+            assert_eq!(r.redact(&format!("[{out}]")), format!("[{out}]"), "{text} is not a secret");
+        }
+    }
+
+    /// The corpus fuzzed: random secrets (quotes, spaces, `$`, backslashes, non-ASCII) through
+    /// random chains of the forms' filters, each value masked in what a host prints back.
+    #[test]
+    fn derived_forms_fuzzed_are_masked() {
+        use crate::secret::MASK;
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        const CHARS: &[char] = &['a', 'Z', '7', '-', '_', ':', '\'', ' ', '$', '\\', 'ä', '/', '+', '=', 'ß', '9', 'q'];
+        const STEPS: &[&str] = &[
+            "| b64encode",
+            "| upper",
+            "| lower",
+            "| reverse",
+            "| regex_replace('[0-9]', '#')",
+            "| replace('a', 'A')",
+            "| urlencode",
+            "| to_json",
+            "| quote",
+            "| hash('sha1')",
+            "| truncate(9, true, '')",
+        ];
+        for case in 0..300 {
+            let secret: String = (0..8 + next(16)).map(|_| CHARS[next(CHARS.len())]).collect();
+            let t = Templates::new(None);
+            let mut vars = crate::inventory::Vars::new();
+            vars.insert("app_secret".into(), serde_json::json!(secret));
+            let ctx = host_context(&t, "h1", vars, to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
+            let r = crate::secret::Redactor::new(vec![secret.clone()]).with_derived(t.derived_secrets());
+            let mut expr = match next(4) {
+                0 => "('x' ~ app_secret ~ 'y')".to_string(),
+                1 => format!("app_secret[{}:]", next(4)),
+                2 => format!("app_secret[:{}]", 5 + next(4)),
+                _ => "app_secret".to_string(),
+            };
+            for _ in 0..1 + next(3) {
+                expr = format!("({expr} {})", STEPS[next(STEPS.len())]);
+            }
+            let value = t.render_str(&format!("{{{{ {expr} }}}}"), &ctx).unwrap();
+            if value.chars().count() < crate::secret::MIN_DERIVED {
+                continue;
+            }
+            let shown = r.redact(&format!("<{value}>"));
+            assert!(
+                !shown.contains(&value) && shown.contains(MASK),
+                "case {case}: {expr} with {secret:?} = {value:?}: {shown}"
+            );
         }
     }
 }

@@ -127,7 +127,9 @@ pub(super) fn template_lookup(
         let body = source.strip_suffix('\n').unwrap_or(&source);
         let one = body.starts_with("{{") && body.ends_with("}}") && syntax == Syntax::default();
         match single_expression(body).filter(|_| one) {
-            Some(expr) => out.push(with_root(&vars, || state.env().compile_expression(&prepared(expr))?.eval(&vars))?),
+            Some(expr) => {
+                out.push(with_root(&vars, expr, || state.env().compile_expression(&prepared(expr))?.eval(&vars))?)
+            }
             None if search.is_empty() => {
                 let (text, printed) = noting_printed(|| render_text(state.env(), term, &source, &vars, &syntax));
                 let text = text?;
