@@ -139,10 +139,10 @@ fn generic_cases(list: &Value) -> Vec<(String, Option<String>)> {
 }
 
 /// Ansible's answers (the oracle helper) for each case, under one Python hash seed.
-fn oracle(inv_s: &str, cases: &[(String, Option<String>)], seed: u32) -> Vec<Value> {
+fn oracle(sources: &[&str], cases: &[(String, Option<String>)], seed: u32) -> Vec<Value> {
     let mut child = ansible_cmd("python")
         .arg(repo().join("tests/peers/ansible_hosts.py"))
-        .arg(inv_s)
+        .args(sources)
         .env("PYTHONHASHSEED", seed.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -150,7 +150,7 @@ fn oracle(inv_s: &str, cases: &[(String, Option<String>)], seed: u32) -> Vec<Val
         .unwrap();
     child.stdin.take().unwrap().write_all(serde_json::to_string(&cases).unwrap().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "oracle failed on {inv_s}");
+    assert!(out.status.success(), "oracle failed on {sources:?}");
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -171,11 +171,19 @@ fn agrees(want: &Value, got: &Value, limit: &Option<String>) -> bool {
 /// from one run to the next): a case that differs under seed 0 is asked again under other seeds,
 /// and copctl's answer must be one of Ansible's.
 fn compare_patterns(inv_s: &str, cases: &[(String, Option<String>)]) -> Vec<String> {
-    let first = oracle(inv_s, cases, 0);
+    compare_patterns_of(&[inv_s], cases)
+}
+
+/// `compare_patterns` over several `-i` sources, merged in order.
+fn compare_patterns_of(sources: &[&str], cases: &[(String, Option<String>)]) -> Vec<String> {
+    let first = oracle(sources, cases, 0);
     let ours: Vec<Value> = cases
         .iter()
         .map(|(pattern, limit)| {
-            let mut args = vec!["hosts", pattern.as_str(), "-i", inv_s];
+            let mut args = vec!["hosts", pattern.as_str()];
+            for s in sources {
+                args.extend(["-i", s]);
+            }
             if let Some(l) = limit {
                 args.extend(["--limit", l.as_str()]);
             }
@@ -195,13 +203,13 @@ fn compare_patterns(inv_s: &str, cases: &[(String, Option<String>)]) -> Vec<Stri
         if open.is_empty() {
             break;
         }
-        let again = oracle(inv_s, cases, seed);
+        let again = oracle(sources, cases, seed);
         open.retain(|&i| !agrees(&again[i], &ours[i], &cases[i].1));
     }
     open.into_iter()
         .map(|i| {
             let (pattern, limit) = &cases[i];
-            format!("{inv_s}: pattern {pattern:?} limit {limit:?}: ansible {} copctl {}", first[i], ours[i])
+            format!("{sources:?}: pattern {pattern:?} limit {limit:?}: ansible {} copctl {}", first[i], ours[i])
         })
         .collect()
 }
@@ -226,6 +234,72 @@ fn every_fixture_selects_like_ansible() {
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Ansible's implicit localhost, and patterns and limits (`spine*:rke2_servers`) over two `-i`
+/// sources (an INI file, then a YAML one adding hosts to the first's group): the same hosts, in
+/// the same order, as `ansible --list-hosts`.
+#[test]
+fn several_sources_and_the_implicit_localhost_select_like_ansible() {
+    let (a, b) = (fixture("multi-source/a.ini"), fixture("multi-source/b.yml"));
+    let sources = [a.to_str().unwrap(), b.to_str().unwrap()];
+    let mut cases: Vec<(String, Option<String>)> = [
+        ("all", Some("spine*:rke2_servers")),
+        ("all", Some("rke2_servers:spine*")),
+        ("spine*:rke2_servers", None),
+        ("rke2_servers:spine*", None),
+        ("leaf:spines", None),
+        ("all", Some("leaf")),
+        ("localhost", None),
+        ("all:localhost", None),
+        ("localhost:all", None),
+        ("localhost:&all", None),
+        ("all:!localhost", None),
+        ("localhost[0]", None),
+        ("local*", None),
+        ("localhost", Some("localhost")),
+        ("all", Some("localhost")),
+        ("localhost", Some("rke2_servers")),
+        ("all:localhost", Some("localhost,cop-worker-1")),
+    ]
+    .iter()
+    .map(|(p, l)| (p.to_string(), l.map(str::to_string)))
+    .collect();
+    let list = ansible_cmd("ansible-inventory").args(["-i", sources[0], "-i", sources[1], "--list"]).output().unwrap();
+    cases.extend(generic_cases(&serde_json::from_slice(&list.stdout).unwrap()));
+    let failures = compare_patterns_of(&sources, &cases);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Both orders of the sources.
+    let failures = compare_patterns_of(&[sources[1], sources[0]], &cases);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The other names of the controller, each asked of a new inventory: Ansible's makes one
+    // implicit host, named as first asked, and answers every later name with it.
+    for name in ["127.0.0.1", "::1"] {
+        let failures = compare_patterns_of(&sources, &[(name.to_string(), None), (format!("{name}:all"), None)]);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
+
+/// The implicit localhost's variables are Ansible's (a local connection, the controller's
+/// Python, the `all` group's variables), and `--list` does not show it.
+#[test]
+fn the_implicit_localhost_has_ansibles_variables() {
+    let inv = fixture("inventory/14-cop-example.ini");
+    let inv_s = inv.to_str().unwrap();
+    // The Python on PATH is the one Ansible runs on.
+    let venv_bin = ansible_bin("python").parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", venv_bin.display(), std::env::var("PATH").unwrap_or_default());
+    for name in ["localhost", "127.0.0.1"] {
+        let theirs = ansible_cmd("ansible-inventory").args(["-i", inv_s, "--host", name]).output().unwrap();
+        let ours = copctl_env(None, &["inventory", "host", name, "-i", inv_s], &[("PATH", &path)]);
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        let (t, o): (Value, Value) =
+            (serde_json::from_slice(&theirs.stdout).unwrap(), serde_json::from_slice(&ours.stdout).unwrap());
+        assert_eq!(o, t, "{name}");
+        assert_eq!(o["ansible_connection"], "local");
+    }
+    let ours = copctl(None, &["inventory", "list", "-i", inv_s]);
+    assert!(!stdout(&ours).contains("localhost"));
 }
 
 /// The text of `ansible-inventory --list` itself, byte for byte, on the example site.

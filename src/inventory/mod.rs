@@ -79,12 +79,25 @@ impl Group {
     }
 }
 
-/// Ansible's implicit localhost: a `delegate_to` or a play naming the controller (when the
-/// inventory does not list it) runs there over a local connection. The controller is no
-/// inventory host, so `--limit` does not choose it.
+/// Ansible's implicit localhost: a pattern, `--limit`, `delegate_to` or play naming the
+/// controller (when the inventory does not list it) selects it, and it runs there over a local
+/// connection. It is never part of `all`, so a limit selects it only by one of these names.
 pub fn is_implicit_localhost(name: &str) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "::1")
 }
+
+/// The implicit localhost's own variables, as Ansible sets them: a local connection, and the
+/// controller's Python (Ansible's is the one running it; copctl's, the `python3` on PATH).
+static IMPLICIT_LOCALHOST_VARS: std::sync::LazyLock<Vars> = std::sync::LazyLock::new(|| {
+    let python = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("python3")).find(|f| f.is_file()))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "/usr/bin/python3".into());
+    let mut v = Vars::new();
+    v.insert("ansible_connection".into(), serde_json::Value::from("local"));
+    v.insert("ansible_python_interpreter".into(), serde_json::Value::from(python));
+    v
+});
 
 #[derive(Debug, Clone)]
 pub struct Inventory {
@@ -368,6 +381,8 @@ impl Inventory {
         }
         if let Some(h) = self.hosts.get(host) {
             out.push(Layer { tier: usize::MAX, group: None, vars: &h.vars, files: None });
+        } else if is_implicit_localhost(host) {
+            out.push(Layer { tier: usize::MAX, group: None, vars: &IMPLICIT_LOCALHOST_VARS, files: None });
         }
         for d in &dirs {
             if let Some(l) = d.hosts.get(host) {

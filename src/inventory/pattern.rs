@@ -106,6 +106,11 @@ impl Inventory {
         if groups.is_empty() || special {
             out.extend(self.hosts.keys().filter(|h| re.is_match(h)).cloned());
         }
+        // Ansible's implicit localhost: `localhost`, `127.0.0.1` or `::1`, named where the
+        // inventory has no such host, is the controller (never part of `all`).
+        if out.is_empty() && groups.is_empty() && super::is_implicit_localhost(pattern) {
+            return Ok(vec![pattern.to_string()]);
+        }
         if out.is_empty() && groups.is_empty() {
             let close = self.close_names(pattern.trim_start_matches('~'));
             let hint = if close.is_empty() {

@@ -83,8 +83,8 @@ fn hosts_of_play(
         ));
     }
     // Ansible's implicit localhost: a play on `localhost` where the inventory has no such
-    // host runs on the bastion (a local connection, the `all` group's variables), and
-    // never under a `--limit`, which names inventory hosts only.
+    // host runs on the bastion (a local connection, the `all` group's variables), under a
+    // `--limit` only when the limit names it.
     let implicit = is_implicit_localhost(pattern.trim()) && !inv.hosts.contains_key(pattern.trim());
     let full = if implicit {
         vec![pattern.trim().to_string()]
@@ -95,8 +95,9 @@ fn hosts_of_play(
     if full.is_empty() {
         warnings.push(format!("{}: play '{}': hosts '{pattern}' matches no host; skipped", pb.name, play.name));
     }
+    let limited_out = implicit && limit_set.is_some_and(|l| !l.contains(pattern.trim()));
     let inside: Vec<String> = match limit_set {
-        Some(_) if implicit => {
+        Some(_) if limited_out => {
             warnings.push(format!(
                 "{}: play '{}': hosts '{pattern}' is the bastion itself, which --limit leaves out; skipped",
                 pb.name, play.name
@@ -106,7 +107,7 @@ fn hosts_of_play(
         Some(l) => full.iter().filter(|h| l.contains(*h)).cloned().collect(),
         None => full.clone(),
     };
-    let full = if implicit && limit_set.is_some() { Vec::new() } else { full };
+    let full = if limited_out { Vec::new() } else { full };
     let outside: Vec<String> = full.into_iter().filter(|h| !inside.contains(h)).collect();
     Ok((inside, outside))
 }
@@ -124,7 +125,11 @@ fn check_pattern_names(site: &Site, pb: &Playbook, play: &Play, pattern: &str) -
             continue;
         }
         let name = SUBSCRIPTED.captures(bare).map(|c| c[1].to_string()).unwrap_or_else(|| bare.to_string());
-        if name.contains(['*', '?', '[']) || inv.groups.contains_key(&name) || inv.hosts.contains_key(&name) {
+        if name.contains(['*', '?', '['])
+            || inv.groups.contains_key(&name)
+            || inv.hosts.contains_key(&name)
+            || is_implicit_localhost(&name)
+        {
             continue;
         }
         let close = inv.close_names(&name);

@@ -114,7 +114,9 @@ pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
 
 /// `host_json`, masking the site's secrets too (`secret_vars`, vault-encrypted values).
 pub fn host_json_masked(inv: &Inventory, host: &str, secrets: &SecretNames) -> Option<Value> {
-    inv.hosts.get(host)?;
+    if !inv.hosts.contains_key(host) && !crate::inventory::is_implicit_localhost(host) {
+        return None;
+    }
     let mut v = Value::Object(inv.host_vars(host).into_iter().collect());
     secrets.mask(&mut v);
     Some(v)
