@@ -95,6 +95,13 @@ fn node_setup_ends_as_ansible_leaves_it() {
 /// A role's template including and importing the role's other templates (where the playbook
 /// has a file of the same name), a template file an earlier task wrote on the bastion named by
 /// a variable, and a template failing in a block with a rescue.
+/// A playbook in a directory of its own naming the site's templates/, files/ and vars/ with
+/// `..` (`template: {src: ../templates/x.j2}`), from the play and from an imported task file.
+#[test]
+fn sources_named_up_from_the_playbooks_directory_end_as_ansible_leaves_them() {
+    same_as_ansible("paths/site.yml");
+}
+
 #[test]
 fn templates_built_of_others_and_written_during_the_run_end_as_ansible_leaves_them() {
     same_as_ansible("templates-included.yml");

@@ -33,12 +33,14 @@ thread_local! {
 }
 
 pub(super) fn load_template(override_dir: &Option<PathBuf>, name: &str) -> Option<String> {
-    if name.split('/').any(|c| c == "..") {
-        return None;
-    }
-    // An Ansible playbook's templates are resolved beside it when it is loaded (absolute).
+    // An Ansible playbook's templates are resolved beside it when it is loaded (absolute, and
+    // `..` kept as Ansible keeps it: `ansible/../templates/x.j2`).
     if Path::new(name).is_absolute() {
         return std::fs::read_to_string(name).ok();
+    }
+    // A relative name stays inside the site's templates/ (or the built-in ones).
+    if name.split('/').any(|c| c == "..") {
+        return None;
     }
     if let Some(dir) = override_dir
         && let Ok(text) = std::fs::read_to_string(dir.join(name))
