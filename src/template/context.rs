@@ -114,10 +114,12 @@ impl LazyVars {
         LazyVars { env, ready: BTreeMap::new(), raw: vars, fallback, rendered: Mutex::new(BTreeMap::new()), reads }
     }
 
-    /// Records a read of `name` when it is, or holds, a secret (`db` holding `db.password`).
-    fn note(&self, name: &str) {
+    /// Records a read of `name` when it is, or holds, a secret (`db` holding `db.password`); says
+    /// whether it is one.
+    fn note(&self, name: &str) -> bool {
         if self.reads.is_secret(name) {
             self.reads.record([&name.to_string()]);
+            return true;
         } else if let Some(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) = self.raw.get(name) {
             let mut paths = Vec::new();
             secret_paths(&self.reads.names, name, v, &mut paths);
@@ -125,6 +127,7 @@ impl LazyVars {
                 self.reads.record(&paths);
             }
         }
+        false
     }
 
     fn resolve(self: &Arc<Self>, name: &str, raw: &serde_json::Value) -> Value {
@@ -155,7 +158,7 @@ impl LazyVars {
         match out {
             Ok(v) => {
                 // A variable rendered from secrets is one, whatever its name.
-                if !read.is_empty() {
+                if read.iter().any(|n| super::secrets::is_whole_variable(n)) {
                     self.reads.derived_text.learn(super::secrets::derived_texts(&v, &raw.to_string()));
                 }
                 self.rendered.lock().expect("render cache").insert(name.to_string(), (v.clone(), read));
@@ -180,17 +183,25 @@ impl Object for LazyVars {
 
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let name = key.as_str()?;
+        let plain = |v: Value, secret: bool| {
+            if !secret {
+                super::secrets::note_plain(&v);
+            }
+            Some(v)
+        };
         if let Some(v) = self.ready.get(name) {
-            self.note(name);
-            return Some(v.clone());
+            let secret = self.note(name);
+            return plain(v.clone(), secret);
         }
         if let Some((raw, data)) = self.raw.get_data(name) {
-            self.note(name);
+            let secret = self.note(name);
             if !data && holds_template(raw) {
-                return Some(self.resolve(name, raw));
+                return plain(self.resolve(name, raw), secret);
             }
             let mut cache = self.rendered.lock().expect("render cache");
-            return Some(cache.entry(name.to_string()).or_insert_with(|| (to_value(raw), BTreeSet::new())).0.clone());
+            let v = cache.entry(name.to_string()).or_insert_with(|| (to_value(raw), BTreeSet::new())).0.clone();
+            drop(cache);
+            return plain(v, secret);
         }
         let found = self.fallback.as_ref().and_then(|f| f.get_attr(name).ok()).filter(|v| !v.is_undefined());
         // No facts gathered: `ansible_facts` is an empty mapping, as Ansible's is.

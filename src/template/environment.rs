@@ -32,10 +32,10 @@ impl Templates {
             if !matches!(value.kind(), minijinja::value::ValueKind::String | minijinja::value::ValueKind::None) {
                 PRINTED.with(|p| p.borrow_mut().as_mut().map(|p| p.push(value.clone())));
             }
-            if let Some(source) = super::secrets::take_unprinted_read()
+            if let Some((source, plain)) = super::secrets::take_unprinted_read()
                 && let Some(root) = ROOTS.with(|r| r.borrow().last().cloned())
             {
-                super::secrets::learn_derived(&root, value, &source);
+                super::secrets::learn_derived(&root, value, &source, &plain);
             }
             if value.is_none() { Ok(()) } else { minijinja::escape_formatter(out, state, value) }
         });

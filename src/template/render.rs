@@ -124,7 +124,7 @@ impl Templates {
         });
         // A value computed from secrets (`signing_key[:12]` of a `debug: var:`) is one.
         if unprinted && let Ok(v) = &value {
-            super::secrets::learn_derived(ctx, v, expr);
+            super::secrets::learn_derived(ctx, v, expr, &[]);
         }
         value
     }

@@ -40,12 +40,12 @@ impl SecretReads {
     pub(super) fn record<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
         let mut scopes = self.scopes.lock().expect("secret reads");
         let top = scopes.last_mut().expect("the context's own scope");
-        let mut any = false;
+        let mut whole = false;
         for n in names {
-            any = true;
+            whole |= is_whole_variable(n);
             top.insert(n.clone());
         }
-        if any {
+        if whole {
             flag_read();
         }
     }
@@ -62,7 +62,7 @@ impl SecretReads {
             outer.extend(read.iter().cloned());
         }
         // What read them is a value computed from secrets for the rendering that asked for it.
-        if !read.is_empty() {
+        if read.iter().any(|n| is_whole_variable(n)) {
             flag_read();
         }
         read
@@ -109,11 +109,18 @@ pub fn treat_as_secret<'a>(ctx: &Value, names: impl IntoIterator<Item = &'a Stri
     }
 }
 
-/// One rendering under way on this thread: its template text, and whether a secret was read
-/// since it last printed a value.
+/// A secret variable itself (`api_token`), not a secret key inside a variable (`db.password`,
+/// recorded when `db` is read): reading `db.host` computes nothing from the password.
+pub(super) fn is_whole_variable(name: &str) -> bool {
+    !name.contains(['.', '['])
+}
+
+/// One rendering under way on this thread: its template text, whether a secret was read since
+/// it last printed a value, and the text values of other variables read since that secret.
 struct Frame {
     source: String,
     read: bool,
+    plain: Vec<String>,
 }
 
 thread_local! {
@@ -130,7 +137,7 @@ fn flag_read() {
 }
 
 pub(super) fn open_frame(source: &str) {
-    FRAMES.with(|f| f.borrow_mut().push(Frame { source: source.to_string(), read: false }));
+    FRAMES.with(|f| f.borrow_mut().push(Frame { source: source.to_string(), read: false, plain: Vec::new() }));
 }
 
 /// Ends the innermost rendering; a secret it read and printed nothing of counts for the
@@ -160,18 +167,36 @@ pub(super) fn noting_reads<T>(f: impl FnOnce() -> T) -> (T, bool) {
 /// `('pre:' ~ api_token) | b64encode`, `key[:12]`, a `regex_replace`), which it then forgets.
 /// The formatter learns the value (`learn_derived`); a value the template's own text holds
 /// (`'on' if pw else 'off'`), a boolean or a number (a test's result, a length) is not learned.
-pub(super) fn take_unprinted_read() -> Option<String> {
+/// With it, the text values of the other variables read since the secret: a value printed that
+/// is one of them (`{% if pw %}{{ user }}`) was only chosen by the secret, not computed from it.
+pub(super) fn take_unprinted_read() -> Option<(String, Vec<String>)> {
     FRAMES.with(|f| {
         let mut f = f.borrow_mut();
         let top = f.last_mut()?;
-        std::mem::take(&mut top.read).then(|| top.source.clone())
+        let plain = std::mem::take(&mut top.plain);
+        std::mem::take(&mut top.read).then(|| (top.source.clone(), plain))
     })
 }
 
-/// Learns `value`, computed from secrets in `ctx`, as a secret (see `derived_texts`).
-pub(super) fn learn_derived(ctx: &Value, value: &Value, source: &str) {
+/// A variable that holds no secret was read, giving `value`: noted while the rendering has read
+/// a secret it has not printed (see `take_unprinted_read`).
+pub(super) fn note_plain(value: &Value) {
+    FRAMES.with(|f| {
+        if let Some(top) = f.borrow_mut().last_mut()
+            && top.read
+            && top.plain.len() < 64
+            && let Some(s) = value.as_str()
+        {
+            top.plain.push(s.to_string());
+        }
+    });
+}
+
+/// Learns `value`, computed from secrets in `ctx`, as a secret (see `derived_texts`), unless it
+/// is one of `plain`, values of variables that hold no secret.
+pub(super) fn learn_derived(ctx: &Value, value: &Value, source: &str, plain: &[String]) {
     if let Some(r) = reads_of(ctx) {
-        r.derived_text.learn(derived_texts(value, source));
+        r.derived_text.learn(derived_texts(value, source).into_iter().filter(|t| !plain.contains(t)));
     }
 }
 
@@ -374,6 +399,7 @@ mod tests {
             "api_token": "tok-abc123-Zq9x", "registry_password": "Reg1stry-Pw-77",
             "signing_key": "sk_live_51HqLyjWDarjtT1zdp7dc", "user": "ops",
             "login_line": "{{ user }}:{{ api_token | b64encode }}",
+            "site_admin": "operator-one", "db": {"host": "db-primary-1", "password": "db-Pw-3141"},
         }))
         .unwrap();
         let ctx = host_context(&t, "h1", vars.clone(), to_value(serde_json::json!({})), &[], Arc::new(NoHosts));
@@ -411,6 +437,9 @@ mod tests {
             ("{{ api_token is defined }}", "True"),
             ("{% if api_token %}{% endif %}{{ user }}-{{ 'static' }}", "ops-static"),
             ("{{ api_token[:2] }}", "to"),
+            ("{% if api_token %}{{ site_admin }}{% endif %}", "operator-one"),
+            ("{{ site_admin if api_token else 'nobody' }}", "operator-one"),
+            ("{{ db.host }}", "db-primary-1"),
         ] {
             assert_eq!(t.render_str(text, &ctx).unwrap(), out, "{text}");
             assert_eq!(r.redact(&format!("[{out}]")), format!("[{out}]"), "{text} is not a secret");
