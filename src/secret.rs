@@ -164,18 +164,21 @@ impl DerivedSecrets {
     /// template source, not the text).
     pub fn learn(&self, texts: impl IntoIterator<Item = String>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut values: Option<Vec<String>> = None;
+        let (learned, values) = &mut *state;
         for t in texts {
-            if t.chars().count() < MIN_DERIVED || state.0.contains(&t) {
+            if t.chars().count() < MIN_DERIVED || learned.contains(&t) {
                 continue;
             }
-            let v = values.get_or_insert_with(|| state.1.as_ref().clone());
-            v.extend(encodings(&t).into_iter().filter(|e| e.len() >= 3));
-            state.0.insert(t);
-        }
-        if let Some(mut v) = values {
-            longest_first(&mut v);
-            state.1 = Arc::new(v);
+            // Each encoding into its place, longest first: a run learning a value per host
+            // neither copies nor sorts the whole list each time (the list is copied only while
+            // a redactor holds the previous one).
+            let list = Arc::make_mut(values);
+            for e in encodings(&t).into_iter().filter(|e| e.len() >= 3) {
+                if let Err(at) = list.binary_search_by(|x| e.len().cmp(&x.len()).then_with(|| x.cmp(&e))) {
+                    list.insert(at, e);
+                }
+            }
+            learned.insert(t);
         }
     }
 
@@ -380,5 +383,19 @@ mod tests {
         assert_eq!(r.redact("FIRST-SECRET"), MASK);
         // Short values are not masked (they would mask ordinary words), nor their encodings.
         assert_eq!(Redactor::new(vec!["ab".into()]).redact("ab AB YWI"), "ab AB YWI");
+    }
+
+    #[test]
+    fn derived_values_are_masked_longest_first_whatever_order_they_are_learned_in() {
+        let d = Arc::new(DerivedSecrets::default());
+        let r = Redactor::new(vec!["sk_live_51HqLyjWDarjtT1zdp7dc".into()]).with_derived(d.clone());
+        // A slice learned before a longer slice: the longer is masked whole, not its tail left.
+        d.learn(["sk_live_51Hq".to_string()]);
+        d.learn(["sk_live_51HqLyjWD".to_string(), "abc".to_string()]);
+        assert_eq!(r.redact("a sk_live_51HqLyjWD b sk_live_51Hq abc"), format!("a {MASK} b {MASK} abc"));
+        // The secret itself stays masked whole, before any slice of it.
+        assert_eq!(r.redact("sk_live_51HqLyjWDarjtT1zdp7dc"), MASK);
+        let v = d.values();
+        assert!(v.windows(2).all(|w| w[0].len() >= w[1].len()), "longest first: {v:?}");
     }
 }
