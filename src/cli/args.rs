@@ -588,6 +588,39 @@ pub enum GpuCmd {
     /// (no cluster): `FILE:LINE: error|warning: ...` and a `help:` line each; exit 1 on an error.
     #[command(after_help = examples::help("copctl gpu lint"))]
     Lint(GpuLintArgs),
+    /// What the cluster's GPUs are doing, read-only, from the first server: device classes, each
+    /// node's devices and what is allocated from them, claims with their consumers; claims held
+    /// without use and Pending claims flagged with the likely cause.
+    #[command(after_help = examples::help("copctl gpu status"))]
+    Status(GpuStatusArgs),
+    /// The chapter's "order for using a GPU", on each GPU node (or --limit): a claim shared by two
+    /// pods, a claim template, and with sharing on two claims in two namespaces on one device, in
+    /// scratch namespaces deleted on every way out.
+    #[command(after_help = examples::help("copctl gpu check"))]
+    Check(GpuCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GpuStatusArgs {
+    /// human: tables; json: one JSON document.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct GpuCheckArgs {
+    /// Only these GPU nodes (Ansible's --limit): a pattern, a comma list, or @file.
+    #[arg(short, long, add = ArgValueCompleter::new(host_candidates))]
+    pub limit: Option<String>,
+    /// Extra variables: k=v, a JSON/YAML mapping, or @file.yaml (gpu_check_image=...).
+    #[arg(short = 'e', long = "extra-vars")]
+    pub extra_vars: Vec<String>,
+    /// Seconds each claim and pod has to turn Allocated and Running.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub timeout: u64,
+    /// human: a line per check; json: one JSON document.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]

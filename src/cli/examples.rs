@@ -71,7 +71,29 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
     ("copctl node cordon", &[("copctl node cordon cop-worker-1", "no new pods on the node; its pods stay")]),
     ("copctl node uncordon", &[("copctl node uncordon cop-worker-1", "schedulable again after maintenance")]),
-    ("copctl gpu", &[("copctl gpu lint manifests/", "check GPU workload manifests offline")]),
+    (
+        "copctl gpu",
+        &[
+            ("copctl gpu lint manifests/", "check GPU workload manifests offline"),
+            ("copctl gpu status", "the cluster's GPUs: devices, claims, what holds what"),
+            ("copctl gpu check", "prove a claim is allocated and shared, on every GPU node"),
+        ],
+    ),
+    (
+        "copctl gpu status",
+        &[
+            ("copctl gpu status", "device classes, each node's devices, claims and their consumers"),
+            ("copctl gpu status --output json", "the same, for tools"),
+        ],
+    ),
+    (
+        "copctl gpu check",
+        &[
+            ("copctl gpu check", "after an install or a driver upgrade, on every GPU node"),
+            ("copctl gpu check --limit cop-gpu-3", "on one node (node add)"),
+            ("copctl gpu check -e gpu_check_image=registry.example.com/cuda:12.9-base --timeout 120", "another image"),
+        ],
+    ),
     (
         "copctl gpu lint",
         &[

@@ -146,6 +146,13 @@ fn slots(command: &mut Command) -> Slots<'_> {
             Slots { output: run(output), ..Slots::default() }
         }
         Command::Gpu { what: GpuCmd::Lint(a) } => Slots { output: run(&mut a.output), ..Slots::default() },
+        Command::Gpu { what: GpuCmd::Status(a) } => Slots { output: run(&mut a.output), ..Slots::default() },
+        Command::Gpu { what: GpuCmd::Check(a) } => Slots {
+            extra_vars: Some(&mut a.extra_vars),
+            limit: Some(&mut a.limit),
+            output: run(&mut a.output),
+            ..Slots::default()
+        },
         Command::Node { what } => match what {
             NodeCmd::Add { extra_vars, output, check, diff, .. } => Slots {
                 extra_vars: Some(extra_vars),

@@ -37,7 +37,10 @@ use crate::vault::{Vault, VaultOptions};
 
 /// Runs the command; returns the process exit code.
 pub fn execute(cli: &Cli) -> Result<i32> {
-    if !matches!(cli.command, Command::Completions { .. } | Command::Man { .. } | Command::Gpu { .. }) {
+    if !matches!(
+        cli.command,
+        Command::Completions { .. } | Command::Man { .. } | Command::Gpu { what: args::GpuCmd::Lint(_) }
+    ) {
         cli.load_ansible_cfg()?;
     }
     match &cli.command {
@@ -50,7 +53,7 @@ pub fn execute(cli: &Cli) -> Result<i32> {
         Command::Install(args) => install::install(cli, args),
         Command::Runs { what, count, prune } => runs::runs(what.as_ref(), *count, *prune),
         Command::Node { what } => node::node(cli, what),
-        Command::Gpu { what } => gpu::gpu(what),
+        Command::Gpu { what } => gpu::gpu(cli, what),
         Command::Exec(args) => exec::exec(cli, args),
         Command::SshCopyId(args) => ssh_copy_id::ssh_copy_id(cli, args),
         Command::Completions { shell } => completions::completions(*shell),

@@ -54,6 +54,7 @@ impl CopSite {
             "sysctl",
             "hostnamectl",
             "kubectl",
+            "kube-dra",
             "reboot",
             "lab-boot",
             "curl",
