@@ -306,3 +306,51 @@ fn gpu_check_removes_what_an_earlier_check_left() {
     );
     assert!(ran.stdout.ends_with("gpu check: 1 node(s), 1 passed, 0 failed\n"), "{}", ran.stdout);
 }
+
+#[test]
+fn gpu_status_shows_shareable_capacity_and_mig_partitions() {
+    let c = gpu_cluster();
+    // The driver with consumable shares (memory); cop-gpu-2's GPU split by MIG into two 3g.71gb.
+    std::fs::write(
+        c.lab().root.join("cluster/helm/nvidia-dra-driver-gpu/dra-driver-nvidia-gpu.values"),
+        "featureGates.ConsumableShares=true\nconsumableShares=memory\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.lab().root.join("cluster/nodes/cop-gpu-2/gpus"),
+        "gpu-0-mig-3g71gb-0|NVIDIA H200|71680|MIG-0a|3g.71gb|GPU-0f\ngpu-0-mig-3g71gb-1|NVIDIA H200|71680|MIG-0b|3g.71gb|GPU-0f\n",
+    )
+    .unwrap();
+    kubectl(&c, "apply -f -", &workload("team-a", "slice", "trainer", "cop-gpu-1"));
+    kubectl(
+        &c,
+        "apply -f -",
+        r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"slice","namespace":"team-a"},
+ "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":"16Gi"}}}}]}}}"#,
+    );
+    c.test()
+        .args(["gpu", "status"])
+        .stdout(
+            "Device classes: gpu.nvidia.com, mig.nvidia.com\n\
+             \n\
+             cop-gpu-1\n\
+             \x20 DEVICE  MODEL        MEMORY    SHAREABLE  CAPACITY         REQUEST RANGE         MIG  ALLOCATED TO\n\
+             \x20 gpu-0   NVIDIA H200  143771Mi  yes        memory 143771Mi  memory 1Mi..143771Mi  -    team-a/slice (memory 16Gi); memory 127387Mi left\n\
+             \n\
+             cop-gpu-2\n\
+             \x20 DEVICE              MODEL        MEMORY   SHAREABLE  CAPACITY        REQUEST RANGE        MIG      ALLOCATED TO\n\
+             \x20 gpu-0-mig-3g71gb-0  NVIDIA H200  71680Mi  yes        memory 71680Mi  memory 1Mi..71680Mi  3g.71gb  free\n\
+             \x20 gpu-0-mig-3g71gb-1  NVIDIA H200  71680Mi  yes        memory 71680Mi  memory 1Mi..71680Mi  3g.71gb  free\n\
+             \n\
+             Claims\n\
+             \x20 CLAIM         STATE      ALLOCATION       CONSUMERS\n\
+             \x20 team-a/slice  Allocated  cop-gpu-1/gpu-0  team-a/trainer\n\
+             \n\
+             3 device(s) on 2 node(s), 2 free; 1 claim(s) Allocated, 0 Pending, 0 held without use\n",
+        )
+        .run();
+    let st = c.test().args(["gpu", "status", "--output", "json"]).run().json();
+    let mig = &st["nodes"][1]["devices"][0];
+    assert_eq!((mig["partitioned"].as_bool(), mig["mig_profile"].as_str()), (Some(true), Some("3g.71gb")), "{mig:#}");
+    assert_eq!(st["nodes"][0]["devices"][0]["remaining"]["memory"], "127387Mi");
+}

@@ -36,6 +36,8 @@ pub struct DeviceStatus {
     /// The claims holding it (`ns/name`) and what each consumes.
     pub allocated_to: Vec<Holding>,
     pub free: bool,
+    /// A shareable device's capacity not consumed yet.
+    pub remaining: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,6 +72,16 @@ pub struct Summary {
     pub held_without_use: usize,
 }
 
+/// Thousandths as Kubernetes writes a quantity: the largest binary unit that divides it.
+fn quantity(m: i128) -> String {
+    for (unit, f) in [("Ti", 1i128 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
+        if m != 0 && m % (f * 1000) == 0 {
+            return format!("{}{unit}", m / (f * 1000));
+        }
+    }
+    if m % 1000 == 0 { format!("{}", m / 1000) } else { format!("{m}m") }
+}
+
 pub const HELD: &str = "held without use — cleanup candidate";
 
 pub fn status(snap: &Snapshot) -> Status {
@@ -88,11 +100,24 @@ pub fn status(snap: &Snapshot) -> Status {
                     .collect(),
             })
             .collect();
+        let remaining = if d.shareable {
+            d.capacity
+                .iter()
+                .filter_map(|(k, c)| {
+                    let total = milli(&c.value)?;
+                    let used: i128 = allocated_to.iter().filter_map(|h| h.consumed.get(k).and_then(|q| milli(q))).sum();
+                    Some((k.clone(), quantity(total - used)))
+                })
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         by_node.entry(&d.node).or_default().push(DeviceStatus {
             device: d.clone(),
             partitioned: d.mig_profile.is_some(),
             free: allocated_to.is_empty(),
             allocated_to,
+            remaining,
         });
     }
     let nodes: Vec<NodeDevices> =
@@ -349,7 +374,14 @@ pub fn human(st: &Status) -> String {
                 if caps.is_empty() { "-".into() } else { caps.join(", ") },
                 if ranges.is_empty() { "-".into() } else { ranges.join(", ") },
                 dev.mig_profile.clone().unwrap_or_else(|| "-".into()),
-                if held.is_empty() { "free".into() } else { held.join(", ") },
+                match (held.is_empty(), d.remaining.is_empty()) {
+                    (true, _) => "free".into(),
+                    (false, true) => held.join(", "),
+                    (false, false) => {
+                        let left: Vec<String> = d.remaining.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                        format!("{}; {} left", held.join(", "), left.join(", "))
+                    }
+                },
             ]);
         }
         table(&mut out, "  ", &rows);
