@@ -18,6 +18,8 @@ pub enum ErrorKind {
     NeedsVar,
     /// stdout was closed by its reader (`copctl plan --output json | head -1`): not worth a word.
     BrokenPipe,
+    /// The host a command works through is unreachable (exit 4, as a run's unreachable host).
+    Unreachable,
 }
 
 /// An error pointing into a source file (inventory, env.yaml, playbook, template).

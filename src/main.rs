@@ -43,8 +43,9 @@ fn main() {
         // A reader that stopped reading (`| head`) ends the output quietly, as other Unix tools do.
         Err(e) if e.kind() == copctl::error::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => {
+            let code = if e.kind() == copctl::error::ErrorKind::Unreachable { 4 } else { 1 };
             eprintln!("{:?}", miette::Report::new(e));
-            std::process::exit(1);
+            std::process::exit(code);
         }
     }
 }

@@ -354,3 +354,16 @@ fn gpu_status_shows_shareable_capacity_and_mig_partitions() {
     assert_eq!((mig["partitioned"].as_bool(), mig["mig_profile"].as_str()), (Some(true), Some("3g.71gb")), "{mig:#}");
     assert_eq!(st["nodes"][0]["devices"][0]["remaining"]["memory"], "127387Mi");
 }
+
+#[test]
+fn gpu_status_with_the_first_server_down_is_exit_4() {
+    let mut c = gpu_cluster();
+    c.lab_mut().kill(at("cop-master-1"));
+    let ran = c.test().args(["gpu", "status"]).status(4).run();
+    let stderr = regex::Regex::new(r"127\.\d+\.\d+\.\d+").unwrap().replace(&ran.stderr, "ADDR");
+    assert_eq!(
+        stderr,
+        "  x cannot reach the first server, where kubectl runs: cop-master-1: unreachable: cannot connect to \
+         ADDR:22: Connection refused (os error 111)\n\n"
+    );
+}

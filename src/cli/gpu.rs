@@ -53,9 +53,10 @@ const KUBECTL_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Connects to the first server; an unreachable one is the error.
 async fn connect(pool: &Pool, host: &str) -> Result<HostConnection> {
-    pool.get(host)
-        .await
-        .map_err(|e| Error::plain(format!("{host} (the first server, where kubectl runs) is unreachable: {e}")))
+    pool.get(host).await.map_err(|e| {
+        Error::plain(format!("cannot reach the first server, where kubectl runs: {e}"))
+            .with_kind(crate::error::ErrorKind::Unreachable)
+    })
 }
 
 fn status_cmd(cli: &Cli, args: &GpuStatusArgs) -> Result<i32> {
