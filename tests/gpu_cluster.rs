@@ -367,3 +367,100 @@ fn gpu_status_with_the_first_server_down_is_exit_4() {
          ADDR:22: Connection refused (os error 111)\n\n"
     );
 }
+
+/// A pod of `ns` using claim `claim`, with `extra` merged into its spec (JSON members).
+fn pod_with(ns: &str, name: &str, claim: &str, extra: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}"}},"spec":{{{extra}
+ "resourceClaims":[{{"name":"gpu","resourceClaimName":"{claim}"}}],
+ "containers":[{{"name":"app","image":"registry.example.com/app:1","resources":{{"claims":[{{"name":"gpu"}}]}}}}]}}}}"#
+    )
+}
+
+#[test]
+fn gpu_status_gives_each_pending_claim_and_waiting_pod_its_cause() {
+    let c = gpu_cluster();
+    let tol = r#""tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}],"#;
+    kubectl(&c, "apply -f -", r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"lab"}}"#);
+    // `all`: every device of the class (allocationMode All) — both GPU nodes' one device each;
+    // scheduled on cop-gpu-1, it takes cop-gpu-1's device.
+    kubectl(
+        &c,
+        "apply -f -",
+        r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"all","namespace":"lab"},
+ "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","allocationMode":"All"}}]}}}"#,
+    );
+    kubectl(
+        &c,
+        "apply -f -",
+        &pod_with("lab", "whole", "all", &format!(r#"{tol}"nodeSelector":{{"kubernetes.io/hostname":"cop-gpu-1"}},"#)),
+    );
+    // A second claim for cop-gpu-1: its device is taken and not shareable.
+    kubectl(&c, "apply -f -", &claim("lab", "second", "gpu.nvidia.com"));
+    kubectl(
+        &c,
+        "apply -f -",
+        &pod_with(
+            "lab",
+            "late",
+            "second",
+            &format!(r#"{tol}"nodeSelector":{{"kubernetes.io/hostname":"cop-gpu-1"}},"#),
+        ),
+    );
+    // No toleration for the GPU nodes' taint.
+    kubectl(&c, "apply -f -", &claim("lab", "untolerated", "gpu.nvidia.com"));
+    kubectl(&c, "apply -f -", &pod_with("lab", "plain", "untolerated", ""));
+    // Pinned to a node by name.
+    kubectl(&c, "apply -f -", &claim("lab", "pinned", "gpu.nvidia.com"));
+    kubectl(&c, "apply -f -", &pod_with("lab", "pinned", "pinned", &format!(r#"{tol}"nodeName":"cop-gpu-2","#)));
+    let st = c.test().args(["gpu", "status", "--output", "json"]).run().json();
+    let flag = |name: &str| -> String {
+        st["claims"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()["flag"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(st["claims"][0]["allocated"].as_array().unwrap().len(), 1, "{st:#}");
+    assert_eq!(flag("all"), "");
+    assert_eq!(
+        flag("second"),
+        "no devices left: the 1 device(s) of class gpu.nvidia.com are allocated (cop-gpu-1/gpu-0 to lab/all) and none is \
+         shareable (sharing is off): wait for a holder to end, or free one held without use"
+    );
+    assert_eq!(
+        flag("untolerated"),
+        "the pod does not tolerate the GPU nodes' taint (add a toleration for its key): 0/8 nodes are available: 2 node(s) \
+         had untolerated taint {nvidia.com/gpu: present}, 6 cannot allocate all claims. preemption: 0/8 nodes are available: 8 \
+         Preemption is not helpful for scheduling."
+    );
+    assert_eq!(
+        flag("pinned"),
+        "the pod names its node (spec.nodeName): DRA needs the scheduler to allocate the device, so it never is; use a \
+         nodeSelector instead"
+    );
+    let pods: Vec<String> =
+        st["pods"].as_array().unwrap().iter().map(|p| format!("{}: {}", p["pod"], p["cause"])).collect();
+    assert_eq!(
+        pods,
+        [
+            "\"lab/pinned\": \"the pod names its node (spec.nodeName): DRA needs the scheduler to allocate the device, so it never is; use a nodeSelector instead\""
+        ]
+    );
+    // The old way beside a claim: no node has nvidia.com/gpu under DRA. With the claim already
+    // allocated (shared with `whole`), the pod is what waits.
+    kubectl(
+        &c,
+        "apply -f -",
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"old","namespace":"lab"},"spec":{"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}],
+ "resourceClaims":[{"name":"gpu","resourceClaimName":"all"}],
+ "containers":[{"name":"app","image":"registry.example.com/app:1","resources":{"claims":[{"name":"gpu"}],"limits":{"nvidia.com/gpu":"1"}}}]}}"#,
+    );
+    let st = c.test().args(["gpu", "status", "--output", "json"]).run().json();
+    let old = st["pods"].as_array().unwrap().iter().find(|p| p["pod"] == "lab/old").expect("lab/old is flagged");
+    assert_eq!(
+        old["cause"],
+        "the claim was allocated but the pod waits: the pod still asks for nvidia.com/gpu in its limits (the old way): under \
+         DRA no node has it; remove the limit and keep the claim: 0/8 nodes are available: 1 Insufficient nvidia.com/gpu, 7 \
+         cannot allocate all claims. preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
+    );
+}
