@@ -365,7 +365,10 @@ fn gpu_driver_and_operator_with_dra() {
         assert!(op.contains(want), "{want} missing in {op}");
     }
     assert!(helm.iter().any(|l| l.contains("dra-driver-nvidia-gpu")), "{helm:?}");
-    assert_eq!(node_state(&c, "cop-gpu-1", "labels"), "nvidia.com/dra-kubelet-plugin=true");
+    assert_eq!(
+        node_state(&c, "cop-gpu-1", "labels"),
+        "nvidia.com/gpu.present=true\nnvidia.com/dra-kubelet-plugin=true"
+    );
     // Everything is in place: a re-run changes nothing (the driver is current, helm digests equal).
     let ran = c.run_json(&["gpu-preinstall", "gpu-install", "gpu-operator"], 0);
     assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
@@ -500,7 +503,10 @@ fn node_add_of_a_gpu_node_follows_the_manuals_order() {
     // The operator is the cluster's (not re-installed for a node); the node is labelled and its
     // devices are published.
     assert_eq!(c.lab().double_calls(0).iter().filter(|l| l.starts_with("helm upgrade")).count(), helm_before);
-    assert_eq!(node_state(&c, "cop-gpu-2", "labels"), "nvidia.com/dra-kubelet-plugin=true");
+    assert_eq!(
+        node_state(&c, "cop-gpu-2", "labels"),
+        "nvidia.com/gpu.present=true\nnvidia.com/dra-kubelet-plugin=true"
+    );
     assert!(c.lab().root.join("cluster/resourceslices/cop-gpu-2").exists());
 }
 

@@ -366,3 +366,352 @@ fn a_harbor_proxy_cache_project_per_upstream_is_a_mirror_rewrite() {
         "{reg}"
     );
 }
+
+/// Sets env.yaml's `key:` line to `key: value` (the lab's env.yaml is the example site's).
+fn set_env(c: &Site, key: &str, value: &str) {
+    c.edit("env.yaml", |t| {
+        let line =
+            t.lines().find(|l| l.starts_with(&format!("{key}:"))).unwrap_or_else(|| panic!("no {key} in env.yaml"));
+        t.replacen(line, &format!("{key}: {value}"), 1)
+    });
+}
+
+/// The failed tasks of a run: (host, step, message).
+fn failures(ran: &Ran) -> Vec<(String, String, String)> {
+    ran.events()
+        .iter()
+        .filter(|e| e["status"] == "failed")
+        .map(|e| {
+            (
+                e["host"].as_str().unwrap_or_default().to_string(),
+                e["step"].as_str().unwrap_or_default().to_string(),
+                e["msg"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// (host, status) of each run of `step`, sorted.
+fn step_status(ran: &Ran, step: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "task_end" && e["step"] == step)
+        .map(|e| (e["host"].as_str().unwrap().to_string(), e["status"].as_str().unwrap().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The last `helm upgrade --install RELEASE` the first server ran.
+fn last_upgrade(c: &Site, release: &str) -> String {
+    let p = format!("helm upgrade --install {release} ");
+    helm_calls(c).into_iter().rev().find(|l| l.starts_with(&p)).unwrap_or_else(|| panic!("no `{p}`"))
+}
+
+fn cluster(c: &Site, rel: &str) -> String {
+    std::fs::read_to_string(c.lab().root.join("cluster").join(rel)).unwrap_or_default()
+}
+
+/// `kubectl ARGS` as the first server answers it (the doubles' cluster state).
+fn kubectl(c: &Site, args: &str) -> String {
+    c.lab().sh(0, &format!("kubectl {args}"))
+}
+
+/// The devices of `node`'s resource slices, as kubectl lists them.
+fn slice_devices(c: &Site, node: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(&kubectl(c, "get resourceslices -o json")).unwrap();
+    v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["spec"]["nodeName"] == node)
+        .flat_map(|s| s["spec"]["devices"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn dra_sharing_is_installed_from_the_chart_and_every_gpu_node_in_the_limit_publishes_shareable_devices() {
+    let c = Site::cop_cluster();
+    set_env(&c, "gpu_dra_sharing_enabled", "true");
+    set_env(&c, "gpu_dra_driver_version", "\"25.12.0\"");
+    cop_site::write_dra_chart(&c.path("charts"), "25.12.0", true);
+    // Two models: cop-gpu-2 holds two H100s.
+    c.write("host_vars/cop-gpu-1.yml", "gpu_model: NVIDIA H200\n");
+    c.write("host_vars/cop-gpu-2.yml", "gpu_model: \"NVIDIA H100 80GB HBM3\"\n");
+    c.run_json(&["rke2-install", "rke2-private-registry"], 0);
+    std::fs::write(
+        c.lab().root.join("cluster/nodes/cop-gpu-2/gpus"),
+        "gpu-0|NVIDIA H100 80GB HBM3|81559|GPU-5b1c0d2e-0000-4000-8000-000000000001|\n\
+         gpu-1|NVIDIA H100 80GB HBM3|81559|GPU-5b1c0d2e-0000-4000-8000-000000000002|\n",
+    )
+    .unwrap();
+    let ran = c.run_json(&["gpu-operator"], 0);
+    // The driver's sharing settings, read from the chart before anything was installed, passed
+    // to its install (and the image check) only; the operator's values are without them.
+    let dra = last_upgrade(&c, "dra-driver-nvidia-gpu");
+    assert!(
+        dra.starts_with(
+            "helm upgrade --install dra-driver-nvidia-gpu /var/tmp/copctl-charts/nvidia-dra-driver-gpu-25.12.0.tgz "
+        ) && dra.contains(" --set featureGates.ConsumableShares=true --set consumableShares=memory "),
+        "{dra}"
+    );
+    assert!(!last_upgrade(&c, "gpu-operator").contains("ConsumableShares"));
+    let helm = helm_calls(&c);
+    let tpl = helm.iter().find(|l| l.contains("helm template copctl-image-check") && l.contains("25.12.0")).unwrap();
+    assert!(tpl.contains("--set featureGates.ConsumableShares=true --set consumableShares=memory"), "{tpl}");
+    assert_eq!(step_status(&ran, "the DRA driver chart shares devices"), [("cop-master-1".into(), "ok".into())]);
+    // Every device of both nodes shareable, with its memory as capacity.
+    for (node, n) in [("cop-gpu-1", 1), ("cop-gpu-2", 2)] {
+        let devs = slice_devices(&c, node);
+        assert_eq!(devs.len(), n, "{devs:?}");
+        for d in devs {
+            assert_eq!(d["allowMultipleAllocations"], true, "{d}");
+            assert!(d["capacity"]["memory"]["requestPolicy"].is_object(), "{d}");
+        }
+    }
+    assert_eq!(
+        step_status(&ran, "the node's devices are shareable"),
+        [("cop-gpu-1".into(), "ok".into()), ("cop-gpu-2".into(), "ok".into())]
+    );
+    // A device class per model, beside gpu.nvidia.com, selecting that model.
+    let classes: Value = serde_json::from_str(&kubectl(&c, "get deviceclasses -o json")).unwrap();
+    let mut names: Vec<&str> =
+        classes["items"].as_array().unwrap().iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["gpu.nvidia.com", "mig.nvidia.com", "nvidia-h100-80gb-hbm3", "nvidia-h200"]);
+    let h200 = classes["items"].as_array().unwrap().iter().find(|o| o["metadata"]["name"] == "nvidia-h200").unwrap();
+    assert_eq!(h200["metadata"]["labels"]["app.kubernetes.io/managed-by"], "copctl");
+    assert_eq!(
+        h200["spec"]["selectors"],
+        serde_json::json!([{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"}}])
+    );
+    assert_eq!(
+        step_status(&ran, "the node's GPU model device class"),
+        [("cop-gpu-1".into(), "changed".into()), ("cop-gpu-2".into(), "changed".into())]
+    );
+
+    // A re-run changes nothing: the classes are unchanged, the releases up to date.
+    let ran = c.run_json(&["gpu-operator"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+    assert_eq!(
+        step_status(&ran, "the node's GPU model device class"),
+        [("cop-gpu-1".into(), "ok".into()), ("cop-gpu-2".into(), "ok".into())]
+    );
+
+    // The driver running without its sharing values: the check names the node and what its
+    // slice says; --limit cop-gpu-1 checks cop-gpu-1 only.
+    let values = c.lab().root.join("cluster/helm/nvidia-dra-driver-gpu/dra-driver-nvidia-gpu.values");
+    let v = std::fs::read_to_string(&values).unwrap();
+    std::fs::write(&values, v.replace("featureGates.ConsumableShares=true\n", "")).unwrap();
+    let before = c.lab().double_calls(0).len();
+    let ran =
+        c.run_json(&["gpu-operator", "--limit", "cop-gpu-1", "-e", "gpu_wait_retries=1", "-e", "gpu_wait_delay=0"], 2);
+    assert_eq!(
+        failures(&ran),
+        [(
+            "cop-gpu-1".to_string(),
+            "the node's devices are shareable".to_string(),
+            "cop-gpu-1's resource slice publishes gpu-0 without allowMultipleAllocations (not shareable): the DRA driver runs \
+             without consumable shares; its release needs featureGates.ConsumableShares=true and consumableShares (helm get \
+             values dra-driver-nvidia-gpu -n nvidia-dra-driver-gpu), and the node's kubelet the DRAConsumableCapacity feature \
+             gate (rke2-install with gpu_dra_sharing_enabled: true)"
+                .to_string()
+        )]
+    );
+    let new = &c.lab().double_calls(0)[before..];
+    assert!(!new.iter().any(|l| l.contains("cop-gpu-2")), "{new:?}");
+    assert!(step_status(&ran, "shareable devices in the node's resource slices").iter().all(|(h, _)| h == "cop-gpu-1"));
+}
+
+#[test]
+fn dra_sharing_with_a_driver_chart_lacking_consumable_shares_stops_before_anything_is_installed() {
+    let c = Site::cop_cluster();
+    set_env(&c, "gpu_dra_sharing_enabled", "true");
+    c.run_json(&["rke2-install", "rke2-private-registry"], 0);
+    // The lab's 25.8.0 chart has no consumableShares; neither has this one's values.yaml.
+    for archive in [None, Some("25.9.0")] {
+        let mut args = vec!["gpu-operator"];
+        if let Some(v) = archive {
+            cop_site::write_dra_chart(&c.path("charts"), v, false);
+            args.extend(["-e", "gpu_dra_driver_version=25.9.0"]);
+        }
+        let version = archive.unwrap_or("25.8.0");
+        let ran = c.run_json(&args, 2);
+        assert_eq!(
+            failures(&ran),
+            [(
+                "cop-master-1".to_string(),
+                "the DRA driver chart shares devices".to_string(),
+                format!(
+                    "DRA sharing (gpu_dra_sharing_enabled) needs the DRA driver chart's consumableShares setting, and \
+                     nvidia-dra-driver-gpu {version} ({}) has no consumableShares in its values.yaml: set \
+                     gpu_dra_driver_version to a chart version that has it, or gpu_dra_sharing_enabled: false; nothing was installed",
+                    c.path(&format!("charts/nvidia-dra-driver-gpu-{version}.tgz")).display()
+                )
+            )]
+        );
+        // Neither the image check nor an install ran.
+        assert!(!helm_calls(&c).iter().any(|l| l.starts_with("helm template") || l.starts_with("helm upgrade")));
+        assert!(!c.lab().root.join("cluster/helm").exists());
+    }
+}
+
+#[test]
+fn time_slicing_configures_the_device_plugin_and_each_gpu_node_advertises_devices_times_replicas() {
+    let c = Site::cop_cluster();
+    set_env(&c, "gpu_dra_enabled", "false");
+    set_env(&c, "gpu_time_slicing_enabled", "true");
+    set_env(&c, "gpu_time_slicing_replicas", "3");
+    c.run_json(&["rke2-install", "rke2-private-registry"], 0);
+    // cop-gpu-2 holds two GPUs, cop-gpu-1 one.
+    std::fs::write(
+        c.lab().root.join("cluster/nodes/cop-gpu-2/gpus"),
+        "gpu-0|NVIDIA H200|143771|GPU-0c1d2e3f-0000-4000-8000-000000000001|\n\
+         gpu-1|NVIDIA H200|143771|GPU-0c1d2e3f-0000-4000-8000-000000000002|\n",
+    )
+    .unwrap();
+    let ran = c.run_json(&["gpu-operator"], 0);
+    // The operator chart's own device plugin config: a config map with one configuration, the
+    // default of every node, sharing nvidia.com/gpu 3 ways.
+    let values = cluster(&c, "helm/gpu-operator/gpu-operator.values");
+    assert!(
+        values.contains(
+            "devicePlugin.enabled=true\n" //
+        ) && values.contains(
+            "devicePlugin.config.create=true\ndevicePlugin.config.name=time-slicing-config\ndevicePlugin.config.default=any\n\
+             devicePlugin.config.data.any=version: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 3\n"
+        ),
+        "{values}"
+    );
+    assert!(!values.contains("mig."), "{values}");
+    assert!(!c.lab().root.join("cluster/helm/nvidia-dra-driver-gpu").exists());
+    for (node, want) in [("cop-gpu-1", "3"), ("cop-gpu-2", "6")] {
+        assert_eq!(
+            kubectl(&c, &format!("get node {node} -o jsonpath='{{.status.allocatable.nvidia\\.com/gpu}}'")),
+            want
+        );
+    }
+    assert_eq!(
+        step_status(&ran, "every GPU time-sliced"),
+        [("cop-gpu-1".into(), "ok".into()), ("cop-gpu-2".into(), "ok".into())]
+    );
+    // A re-run changes nothing.
+    let ran = c.run_json(&["gpu-operator"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+
+    // The device plugin without the config: each GPU once. Under --limit, only that node.
+    let f = c.lab().root.join("cluster/helm/gpu-operator/gpu-operator.values");
+    std::fs::write(&f, values.replace("devicePlugin.config.create=true\n", "")).unwrap();
+    let before = c.lab().double_calls(0).len();
+    let ran =
+        c.run_json(&["gpu-operator", "--limit", "cop-gpu-2", "-e", "gpu_wait_retries=1", "-e", "gpu_wait_delay=0"], 2);
+    assert_eq!(
+        failures(&ran),
+        [(
+            "cop-gpu-2".to_string(),
+            "every GPU time-sliced".to_string(),
+            "cop-gpu-2 has 2 nvidia.com/gpu allocatable, expected 6 (2 GPU(s) in its nvidia.com/gpu.count label x \
+             gpu_time_slicing_replicas 3): the device plugin runs without the time-slicing configuration (devicePlugin.config \
+             in the gpu-operator release, its config map time-slicing-config in gpu-operator)"
+                .to_string()
+        )]
+    );
+    let new = &c.lab().double_calls(0)[before..];
+    assert!(!new.iter().any(|l| l.contains("cop-gpu-1")), "{new:?}");
+}
+
+#[test]
+fn gpu_sharing_settings_are_checked_before_anything_runs() {
+    let c = Site::cop_cluster();
+    let plan = |args: &[&str]| {
+        let mut a = vec!["plan", "gpu-operator"];
+        a.extend(args);
+        let ran = c.test().args(a).status(1).run();
+        ran.stderr.lines().next().unwrap_or_default().to_string()
+    };
+    assert_eq!(
+        plan(&[
+            "-e",
+            "gpu_dra_enabled=false",
+            "-e",
+            "gpu_time_slicing_enabled=true",
+            "-e",
+            "gpu_time_slicing_replicas=1"
+        ]),
+        "  x playbooks/gpu-operator.yaml:14:1: gpu_time_slicing_replicas must be how many pods share each GPU, 2 or more \
+         (1 is a GPU not shared), not '1'"
+    );
+    assert_eq!(
+        plan(&["-e", "gpu_dra_consumable_shares=half"]),
+        "  x playbooks/gpu-operator.yaml:12:1: gpu_dra_consumable_shares must be memory (claims request a device's memory), \
+         unlimited (any number of claims) or how many claims may share a device (1 or more), not 'half'"
+    );
+    assert_eq!(
+        plan(&["-e", "gpu_mig_strategy=all"]),
+        "  x playbooks/gpu-operator.yaml:16:1: gpu_mig_strategy must be none, single (every GPU of a node partitioned alike, \
+         its MIG devices advertised as nvidia.com/gpu) or mixed (each MIG profile its own resource), not 'all'"
+    );
+    assert_eq!(
+        plan(&["-e", "gpu_dra_enabled=false", "-e", "gpu_dra_sharing_enabled=true"]),
+        "  x playbooks/gpu-operator.yaml:10:1: env.yaml enables DRA sharing (gpu_dra_sharing_enabled) with DRA off \
+         (gpu_dra_enabled: false): sharing is the DRA driver's; set gpu_dra_enabled: true, or gpu_dra_sharing_enabled: false"
+    );
+}
+
+#[test]
+fn mig_partitions_the_gpu_nodes_that_name_a_configuration_and_a_failed_one_is_named() {
+    let c = Site::cop_cluster();
+    set_env(&c, "gpu_mig_strategy", "single");
+    c.write("host_vars/cop-gpu-1.yml", "gpu_mig_config: all-1g.10gb\n");
+    c.run_json(&["rke2-install", "rke2-private-registry"], 0);
+    let ran = c.run_json(&["gpu-operator"], 0);
+    let op = last_upgrade(&c, "gpu-operator");
+    assert!(op.contains(" --set mig.strategy=single --set migManager.enabled=true"), "{op}");
+    // cop-gpu-1 labelled and partitioned: its slice publishes seven MIG devices of one GPU.
+    let labels = node_file(&c, "cop-gpu-1", "labels");
+    assert!(
+        labels.contains("nvidia.com/mig.config=all-1g.10gb\n")
+            && labels.contains("nvidia.com/mig.config.state=success\n"),
+        "{labels}"
+    );
+    let devs = slice_devices(&c, "cop-gpu-1");
+    assert_eq!(devs.len(), 7, "{devs:?}");
+    assert!(
+        devs.iter()
+            .all(|d| d["attributes"]["type"]["string"] == "mig" && d["attributes"]["profile"]["string"] == "1g.10gb")
+    );
+    // cop-gpu-2 names no configuration: left whole, never labelled.
+    assert!(!node_file(&c, "cop-gpu-2", "labels").contains("mig.config"));
+    assert_eq!(slice_devices(&c, "cop-gpu-2").len(), 1);
+    assert_eq!(
+        step_status(&ran, "the node's GPUs partitioned"),
+        [("cop-gpu-1".into(), "ok".into()), ("cop-gpu-2".into(), "skipped".into())]
+    );
+    let ran = c.run_json(&["gpu-operator"], 0);
+    assert!(changed_by_host(&ran).values().all(|n| *n == 0), "{:?}", changed_by_host(&ran));
+
+    // A configuration the MIG manager does not know: the run stops naming the node and the state;
+    // --limit cop-gpu-2 leaves cop-gpu-1 alone.
+    c.write("host_vars/cop-gpu-2.yml", "gpu_mig_config: all-9g.99gb\n");
+    let before = c.lab().double_calls(0).len();
+    let ran =
+        c.run_json(&["gpu-operator", "--limit", "cop-gpu-2", "-e", "gpu_wait_retries=1", "-e", "gpu_wait_delay=0"], 2);
+    assert_eq!(
+        failures(&ran),
+        [(
+            "cop-gpu-2".to_string(),
+            "the node's GPUs partitioned".to_string(),
+            "cop-gpu-2's MIG manager did not apply nvidia.com/mig.config=all-9g.99gb: nvidia.com/mig.config.state is failed; \
+             gpu_mig_config must name a configuration of the MIG manager's config map (all-disabled, all-1g.10gb, all-2g.20gb, \
+             all-3g.40gb, all-7g.80gb, ...) that the node's GPUs support; the nvidia-mig-manager pod's log in gpu-operator says why"
+                .to_string()
+        )]
+    );
+    let new = &c.lab().double_calls(0)[before..];
+    assert!(!new.iter().any(|l| l.contains("cop-gpu-1")), "{new:?}");
+    assert!(
+        new.iter().any(|l| l == "kubectl label node cop-gpu-2 nvidia.com/mig.config=all-9g.99gb --overwrite"),
+        "{new:?}"
+    );
+}

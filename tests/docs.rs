@@ -69,6 +69,9 @@ fn env_keys_table() -> String {
             copctl::plan::env_keys::readers(&k, &texts).into_iter().map(|n| format!("`{n}`")).collect();
         let readers = match (k.as_str(), readers.is_empty()) {
             ("secret_vars", _) => "copctl: more variable names whose values are masked".to_string(),
+            ("gpu_check_image" | "gpu_check_memory", _) => {
+                "`copctl gpu check` (its defaults are `gpu-operator`'s vars)".to_string()
+            }
             (_, true) => "no playbook: a variable of the site's own (a secret_vars example)".to_string(),
             _ => readers.join(", "),
         };

@@ -233,7 +233,7 @@ fn settings_kept_in_the_inventory_pass_the_playbooks_site_checks() {
         )
         .args(["validate", "system-dns", "system-setup", "gpu-operator"])
         .stderr("warning: gpu-operator: play 'GPU nodes': hosts 'gpu' matches no host; skipped\n")
-        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 74 planned task(s); nothing was run\n")
+        .stdout("ok: 2 host(s), 6 group(s), 3 playbook(s), 76 planned task(s); nothing was run\n")
         .run();
 }
 

@@ -205,9 +205,34 @@ const DRA_DRIVER_TEMPLATES: &[(&str, &str)] = &[(
 
 /// A chart archive as `helm pull` saves it: NAME-VERSION.tgz holding NAME/Chart.yaml and templates.
 pub fn write_chart(dir: &Path, name: &str, version: &str, templates: &[(&str, &str)]) {
+    write_chart_values(dir, name, version, templates, None);
+}
+
+/// The NVIDIA DRA driver's chart at `version` (its templates those of the lab's 25.8.0), its
+/// values.yaml with the driver's sharing settings (`featureGates`, `consumableShares`, as the
+/// charts that have consumable shares declare them) when `sharing`, else without them.
+pub fn write_dra_chart(dir: &Path, version: &str, sharing: bool) {
+    let values = if sharing {
+        "nvidiaDriverRoot: /\ngpuResourcesEnabledOverride: false\nfeatureGates: {}\n\
+         # memory, unlimited or a number of shares; empty: devices are not shared\nconsumableShares: \"\"\n\
+         kubeletPlugin:\n  tolerations: []\n"
+    } else {
+        "nvidiaDriverRoot: /\ngpuResourcesEnabledOverride: false\nkubeletPlugin:\n  tolerations: []\n"
+    };
+    write_chart_values(dir, "nvidia-dra-driver-gpu", version, DRA_DRIVER_TEMPLATES, Some(values));
+}
+
+/// `write_chart`, with NAME/values.yaml holding `values` when given.
+pub fn write_chart_values(dir: &Path, name: &str, version: &str, templates: &[(&str, &str)], values: Option<&str>) {
     let src = dir.join("src").join(name);
     std::fs::create_dir_all(src.join("templates")).unwrap();
     std::fs::write(src.join("Chart.yaml"), format!("apiVersion: v2\nname: {name}\nversion: {version}\n")).unwrap();
+    match values {
+        Some(v) => std::fs::write(src.join("values.yaml"), v).unwrap(),
+        None => {
+            let _ = std::fs::remove_file(src.join("values.yaml"));
+        }
+    }
     for (f, text) in templates {
         std::fs::write(src.join("templates").join(f), text).unwrap();
     }
