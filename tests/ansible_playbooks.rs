@@ -452,6 +452,123 @@ fn a_task_tagged_never_that_copctl_cannot_run_fails_only_where_selected() {
     );
 }
 
+/// What is read only when the run reaches it (include_tasks over a loop and alone, a handler
+/// that includes, include_role) and holds modules copctl lacks (a role's Windows branch): not a
+/// refusal but a warning per problem, naming the include, its `when` and the problem at its
+/// file:line; never reached on these hosts, the run ends as Ansible's.
+#[test]
+fn branches_read_only_when_reached_end_as_ansible_leaves_them() {
+    let (theirs, ours) = (site(2), site(2));
+    let out = ours.command(["validate", "dynamic/site.yml"]).output().unwrap();
+    let tail = "read when the run reaches it, holds what copctl cannot run:";
+    let fails = "(a host that reaches it fails there)";
+    let warnings = format!(
+        "warning: dynamic/roles/tmpdir/handlers/main.yml:6:3: handler 'clean up (windows)' (when: not (keep_tmp | default(false) | bool), when notified): include_tasks dynamic/roles/tmpdir/tasks/windows-cleanup.yml, {tail} dynamic/roles/tmpdir/tasks/windows-cleanup.yml:2:3: unknown module 'win_file' {fails}\n\
+         warning: dynamic/site.yml:13:7: include_tasks dynamic/windows.yml (when: ansible_os_family == 'Windows'), {tail} dynamic/windows.yml:2:3: unknown module 'win_file' {fails}\n\
+         warning: dynamic/site.yml:13:7: include_tasks dynamic/windows.yml (when: ansible_os_family == 'Windows'), {tail} dynamic/windows.yml:7:3: unknown module 'win_regedit' {fails}\n\
+         warning: dynamic/site.yml:18:7: include_role 'winonly' (when: ansible_os_family == 'Windows'), {tail} dynamic/roles/winonly/tasks/main.yml:2:3: unknown module 'win_feature' {fails}\n\
+         warning: dynamic/site.yml:23:7: include_tasks dynamic/windows.yml (when: ansible_system == 'Win32NT'), {tail} dynamic/windows.yml:2:3: unknown module 'win_file' {fails}\n\
+         warning: dynamic/site.yml:23:7: include_tasks dynamic/windows.yml (when: ansible_system == 'Win32NT'), {tail} dynamic/windows.yml:7:3: unknown module 'win_regedit' {fails}\n"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.as_ref()), (Some(0), warnings.as_str()));
+    // `plan` says the same, after the plan.
+    let out = ours.command(["plan", "dynamic/site.yml"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.ends_with(&format!("{warnings}22 tasks; hosts that may change: lab-1, lab-2\n")), "{stdout}");
+    same_as_ansible_on(&theirs, &ours, "dynamic/site.yml");
+    assert!(!ours.lab().path(0, "/opt/app/dynamic-tmp").exists(), "the handler's include did not run");
+    // What is imported is checked before the run, as Ansible checks it when it loads the play.
+    ours.write("imported.yml", "- hosts: lab\n  tasks:\n    - import_tasks: dynamic/windows.yml\n      when: false\n");
+    let out = ours.command(["validate", "imported.yml"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("x dynamic/windows.yml:2:3: unknown module 'win_file'"), "{stderr}");
+}
+
+/// Such an include where the run reaches it: the host fails there, with the warning's words,
+/// before any of the file's tasks, and runs nothing after it. (ansible-playbook stops the whole
+/// run there, naming the task (where it starts, a line above its module); copctl fails the hosts that reach it.)
+#[test]
+fn a_dynamic_include_copctl_cannot_run_fails_the_hosts_that_reach_it() {
+    let (theirs, ours) = (site(2), site(2));
+    let out = ansible_cmd("ansible-playbook")
+        .args(["-i", "inventory.ini", "dynamic/reached.yml"])
+        .current_dir(theirs.dir())
+        .env("ANSIBLE_CONFIG", theirs.path("ansible.cfg"))
+        .env("HOME", theirs.path("home"))
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(text.contains("couldn't resolve module/action 'win_file'"), "{text}");
+    assert!(text.contains(&format!("Origin: {}:1:3", theirs.path("dynamic/windows.yml").display())), "{text}");
+    assert!(!theirs.lab().path(1, "/opt/app/after").exists());
+    let message = "dynamic/reached.yml:6:7: include_tasks dynamic/windows.yml (when: inventory_hostname == 'lab-2'), read when the run reaches it, holds what copctl cannot run: dynamic/windows.yml:2:3: unknown module 'win_file' (a host that reaches it fails there) (and 1 more problems: see the warnings)";
+    let ran = ours.run_json(&["dynamic/reached.yml"], 2);
+    let failed: Vec<String> = ran
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "task_end" && e["status"] == "failed")
+        .map(|e| format!("{} {}", e["host"], e["msg"]))
+        .collect();
+    assert_eq!(failed, [format!("\"lab-2\" {}", serde_json::Value::from(message))]);
+    let recap: Recap = ran
+        .recap()
+        .iter()
+        .map(|(h, r)| {
+            (
+                h.clone(),
+                KEYS.map(|k| r[k].as_u64().unwrap() + if k == "ok" { r["changed"].as_u64().unwrap() } else { 0 }),
+            )
+        })
+        .collect();
+    assert_eq!(recap, Recap::from([("lab-1".into(), [1, 1, 0, 1, 0]), ("lab-2".into(), [0, 0, 1, 0, 0])]));
+    assert!(ours.lab().path(0, "/opt/app/after").exists());
+    assert!(!ours.lab().path(1, "/opt/app/after").exists());
+}
+
+/// setup's `gather_subset` (lists and comma texts, `!` negations, `all`, `min`, a fact's own
+/// name choosing its collector, the collectors a chosen one needs), `filter` (fnmatch patterns,
+/// with and without `ansible_`) and `gather_timeout`: the same facts of those copctl gathers as
+/// Ansible's, merged into the host's as Ansible merges them; a bad subset or timeout fails the
+/// task with Ansible's own words.
+#[test]
+fn setup_subsets_and_filters_end_as_ansible_leaves_them() {
+    const SUBSETS: &str = "all_ipv4_addresses, all_ipv6_addresses, apparmor, architecture, caps, chroot, cmdline, date_time, default_ipv4, default_ipv6, devices, distribution, distribution_major_version, distribution_release, distribution_version, dns, effective_group_ids, effective_user_id, env, facter, fibre_channel_wwn, fips, hardware, interfaces, is_chroot, iscsi, kernel, kernel_version, loadavg, local, lsb, machine, machine_id, mounts, network, nvme, ohai, os_family, pkg_mgr, platform, processor, processor_cores, processor_count, python, python_version, real_user_id, selinux, service_mgr, ssh_host_key_dsa_public, ssh_host_key_ecdsa_public, ssh_host_key_ed25519_public, ssh_host_key_rsa_public, ssh_host_pub_keys, ssh_pub_keys, system, system_capabilities, system_capabilities_enforced, systemd, user, user_dir, user_gecos, user_gid, user_id, user_shell, user_uid, virtual, virtualization_role, virtualization_tech_guest, virtualization_tech_host, virtualization_type";
+    let (theirs, ours) = (site(2), site(2));
+    same_as_ansible_on(&theirs, &ours, "setup-subsets.yml");
+    let got = std::fs::read_to_string(ours.lab().path(0, "/opt/app/setup-subsets")).unwrap();
+    let line = |p: &str| got.lines().find(|l| l.starts_with(p)).unwrap_or_default().to_string();
+    // `min` comes with any subset; a fact's name chooses its collector; service_mgr needs
+    // distribution and platform; the module's result names the facts `ansible_*`.
+    let min = "architecture,date_time,distribution,distribution_major_version,distribution_minor_version,distribution_release,distribution_version,dns,domain,effective_group_id,effective_user_id,env,fqdn,gather_subset,hostname,kernel,kernel_version,machine,machine_id,module_setup,nodename,os_family,pkg_mgr,python,python_version,real_group_id,real_user_id,selinux,selinux_python_present,service_mgr,system,user_dir,user_gecos,user_gid,user_id,user_shell,user_uid";
+    assert_eq!(line("1:"), format!("1: {min} ['distribution'] False"));
+    assert_eq!(line("3:"), "3: gather_subset,module_setup ['!all', '!min'] False");
+    assert_eq!(
+        line("7:"),
+        "7: distribution,distribution_major_version,distribution_minor_version,distribution_release,distribution_version,gather_subset,module_setup,os_family ['!all', '!min', 'os_family', '!nothing_known'] False"
+    );
+    assert_eq!(
+        line("8:"),
+        "8: architecture,distribution,distribution_major_version,distribution_minor_version,distribution_release,distribution_version,domain,fqdn,gather_subset,hostname,kernel,kernel_version,machine,machine_id,module_setup,nodename,os_family,python_version,service_mgr,system ['!all', '!min', 'service_mgr'] False"
+    );
+    assert_eq!(line("12:"), "12: all_ipv4_addresses,default_ipv4,os_family - False");
+    assert_eq!(
+        line("bad1:"),
+        format!("bad1: True Bad subset 'bogus' given to Ansible. gather_subset options allowed: all, {SUBSETS}")
+    );
+    assert_eq!(
+        line("bad2:"),
+        format!("bad2: True Bad subset ' network' given to Ansible. gather_subset options allowed: all, {SUBSETS}")
+    );
+    assert_eq!(
+        line("bad3:"),
+        "bad3: True argument 'gather_timeout' is of type str and we were unable to convert to int: \"'soon'\" cannot be converted to an int"
+    );
+}
+
 /// A fact Ansible gathers and copctl does not: where a playbook guards it, a warning naming the
 /// step (the run would quietly take the other branch); where it does not, an error saying so.
 #[test]

@@ -6,9 +6,8 @@
 //!
 //! A target runs as ansible-test runs it: its role (tasks/main.yml with its meta dependencies)
 //! in a play on the host, or, for a target driven by runme.sh, the playbooks runme.sh runs.
-//! Two of ansible-test's setup roles are replaced (tests/fixtures/ansible-targets/roles/):
-//! prepare_tests, which has nothing to do on a lab host, and setup_remote_tmp_dir, which makes
-//! the same directory with mktemp instead of the tempfile module.
+//! ansible-test's own setup roles (prepare_tests, setup_remote_tmp_dir with its per-OS
+//! includes and handlers) run as they are, from the same targets directory.
 //!
 //! `COPCTL_ANSIBLE_TARGETS=1` runs every target below (or `=lineinfile,replace` those) and
 //! writes the per-target report to target/ansible-targets.md (docs/ansible-targets.md holds the
@@ -249,7 +248,7 @@ fn site(t: &Target, dir: &std::path::Path) -> Site {
             }
         }
     }
-    let site = ansible::site_with(names.len().max(1), "ansible-targets", opts);
+    let site = ansible::site_with(names.len().max(1), "", opts);
     // A runme.sh target's own roles/ first, as its runme.sh sets ANSIBLE_ROLES_PATH=./roles.
     let own = if t.playbooks.is_empty() { String::new() } else { format!("{}/roles:", site.dir().display()) };
     site.edit("ansible.cfg", |c| {

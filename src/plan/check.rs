@@ -36,6 +36,9 @@ fn placeholders(t: &Templates, pb: &Playbook) -> IndexMap<String, Value> {
                 }
                 Action::Slurp(_) => v["encoding"] = json!("base64"),
                 Action::Ping(_) => v["ping"] = json!("pong"),
+                Action::Setup(_) => {
+                    v["ansible_facts"] = crate::steps::setup::placeholder_vars()["ansible_facts"].clone()
+                }
                 Action::Tempfile(_) => v["path"] = json!(""),
                 Action::User(_) => {
                     for k in ["home", "shell", "comment"] {

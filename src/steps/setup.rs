@@ -10,9 +10,407 @@ use serde_json::{Map, Value, json};
 
 use super::{Guards, Kind, Outcome, StepCtx};
 
+/// The setup module's arguments as Ansible's are given (read as ansible-core's argument spec
+/// reads them when the step runs, so that a bad one fails the task as Ansible's module does):
+/// `gather_subset` (a list, or a comma-separated text; default `all`), `filter` (fnmatch
+/// patterns over the facts' names), `gather_timeout` (an integer; copctl gathers none of the
+/// facts Ansible bounds by it). `setup: {}` gathers everything copctl gathers.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct SetupArgs {}
+pub struct SetupArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gather_subset: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gather_timeout: Option<Value>,
+}
+
+/// ansible-core's Linux fact collectors: each one's name, the fact ids that also name it in
+/// `gather_subset`, and the collectors it needs (their facts come with it), as its
+/// `default_collectors` declare them.
+const COLLECTORS: &[(&str, &[&str], &[&str])] = &[
+    ("apparmor", &[], &[]),
+    ("caps", &["system_capabilities", "system_capabilities_enforced"], &[]),
+    ("chroot", &["is_chroot"], &[]),
+    ("cmdline", &[], &[]),
+    ("date_time", &[], &[]),
+    ("distribution", &["distribution_major_version", "distribution_release", "distribution_version", "os_family"], &[]),
+    ("dns", &[], &[]),
+    ("env", &[], &[]),
+    ("facter", &["facter"], &[]),
+    ("fibre_channel_wwn", &[], &[]),
+    ("fips", &[], &[]),
+    ("hardware", &["devices", "mounts", "processor", "processor_cores", "processor_count"], &["platform"]),
+    ("iscsi", &[], &[]),
+    ("loadavg", &[], &[]),
+    ("local", &[], &[]),
+    ("lsb", &[], &[]),
+    (
+        "network",
+        &["all_ipv4_addresses", "all_ipv6_addresses", "default_ipv4", "default_ipv6", "interfaces"],
+        &["distribution", "platform"],
+    ),
+    ("nvme", &[], &[]),
+    ("ohai", &[], &[]),
+    ("pkg_mgr", &[], &["distribution"]),
+    (
+        "platform",
+        &["architecture", "kernel", "kernel_version", "machine", "machine_id", "python_version", "system"],
+        &[],
+    ),
+    ("python", &[], &[]),
+    ("selinux", &[], &[]),
+    ("service_mgr", &[], &["distribution", "platform"]),
+    (
+        "ssh_pub_keys",
+        &[
+            "ssh_host_key_dsa_public",
+            "ssh_host_key_ecdsa_public",
+            "ssh_host_key_ed25519_public",
+            "ssh_host_key_rsa_public",
+            "ssh_host_pub_keys",
+        ],
+        &[],
+    ),
+    ("systemd", &[], &[]),
+    (
+        "user",
+        &[
+            "effective_group_ids",
+            "effective_user_id",
+            "real_user_id",
+            "user_dir",
+            "user_gecos",
+            "user_gid",
+            "user_id",
+            "user_shell",
+            "user_uid",
+        ],
+        &[],
+    ),
+    (
+        "virtual",
+        &["virtualization_role", "virtualization_tech_guest", "virtualization_tech_host", "virtualization_type"],
+        &[],
+    ),
+];
+
+/// The setup module's `minimal_gather_subset`: what `min` means, and what `!all` keeps.
+const MINIMAL: &[&str] = &[
+    "apparmor",
+    "caps",
+    "cmdline",
+    "date_time",
+    "distribution",
+    "dns",
+    "env",
+    "fips",
+    "local",
+    "lsb",
+    "pkg_mgr",
+    "platform",
+    "python",
+    "selinux",
+    "service_mgr",
+    "ssh_pub_keys",
+    "user",
+];
+
+/// The facts copctl gathers, by the collector that gives them in Ansible (docs: ansible/facts.md).
+pub const GATHERED: &[(&str, &[&str])] = &[
+    (
+        "distribution",
+        &[
+            "distribution",
+            "distribution_major_version",
+            "distribution_minor_version",
+            "distribution_release",
+            "distribution_version",
+            "os_family",
+        ],
+    ),
+    (
+        "platform",
+        &[
+            "architecture",
+            "domain",
+            "fqdn",
+            "hostname",
+            "kernel",
+            "kernel_version",
+            "machine",
+            "machine_id",
+            "nodename",
+            "python_version",
+            "system",
+        ],
+    ),
+    ("network", &["all_ipv4_addresses", "default_ipv4"]),
+    (
+        "hardware",
+        &[
+            "memfree_mb",
+            "memory_mb",
+            "memtotal_mb",
+            "processor",
+            "processor_cores",
+            "processor_count",
+            "processor_nproc",
+            "processor_threads_per_core",
+            "processor_vcpus",
+            "swapfree_mb",
+            "swaptotal_mb",
+            "uptime_seconds",
+        ],
+    ),
+    ("service_mgr", &["service_mgr"]),
+    ("pkg_mgr", &["pkg_mgr"]),
+    (
+        "virtual",
+        &["virtualization_role", "virtualization_tech_guest", "virtualization_tech_host", "virtualization_type"],
+    ),
+    (
+        "user",
+        &[
+            "effective_group_id",
+            "effective_user_id",
+            "real_group_id",
+            "real_user_id",
+            "user_dir",
+            "user_gecos",
+            "user_gid",
+            "user_id",
+            "user_shell",
+            "user_uid",
+        ],
+    ),
+    ("python", &["python"]),
+    ("date_time", &["date_time"]),
+    ("env", &["env"]),
+    ("dns", &["dns"]),
+    ("selinux", &["selinux", "selinux_python_present"]),
+    ("loadavg", &["loadavg"]),
+];
+
+/// A value as Ansible's `type='list', elements='str'` takes it: a list as it is, a text split
+/// at each comma (nothing trimmed), a number as its text; each element as text.
+fn ansible_list(name: &str, v: &Value) -> Result<Vec<String>, String> {
+    let text = |x: &Value| match x {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        other => other.to_string(),
+    };
+    match v {
+        Value::Array(a) => Ok(a.iter().map(text).collect()),
+        Value::String(s) => Ok(s.split(',').map(str::to_string).collect()),
+        Value::Number(n) => Ok(vec![n.to_string()]),
+        other => Err(format!(
+            "argument '{name}' is of type {} and we were unable to convert to list: {} cannot be converted to a list",
+            python_type(other),
+            python_type_repr(other)
+        )),
+    }
+}
+
+/// Python's name for a JSON value's type.
+fn python_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// `<class 'dict'>`, as Python prints a type.
+fn python_type_repr(v: &Value) -> String {
+    format!("<class '{}'>", python_type(v))
+}
+
+/// `gather_timeout` as Ansible's `type='int'` takes it: an integer, a text of one, a float
+/// with no fraction.
+fn ansible_int(name: &str, v: &Value) -> Result<i64, String> {
+    let bad = |repr: String| {
+        format!(
+            "argument '{name}' is of type {} and we were unable to convert to int: {repr} cannot be converted to an int",
+            python_type(v)
+        )
+    };
+    match v {
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(i),
+            (None, Some(f)) if f.fract() == 0.0 => Ok(f as i64),
+            _ => Err(bad(format!("\"{n}\""))),
+        },
+        Value::String(s) => s.trim().parse::<i64>().map_err(|_| bad(format!("\"'{}'\"", s.replace('\'', "\\'")))),
+        Value::Bool(b) => Ok(*b as i64),
+        other => Err(bad(python_type_repr(other))),
+    }
+}
+
+/// The collectors `gather_subset` selects, as ansible-core's `get_collector_names` and
+/// `_solve_deps` decide them; an unknown name is Ansible's error.
+pub fn collectors(gather_subset: &[String]) -> Result<Vec<&'static str>, String> {
+    use std::collections::BTreeSet;
+    let mut valid: BTreeSet<&str> = BTreeSet::new();
+    for (name, ids, _) in COLLECTORS {
+        valid.insert(name);
+        valid.extend(ids.iter().copied());
+    }
+    let aliases = |s: &str| -> Vec<&'static str> {
+        COLLECTORS.iter().find(|(n, ..)| *n == s).map(|(_, ids, _)| ids.to_vec()).unwrap_or_default()
+    };
+    let minimal: BTreeSet<&str> = MINIMAL.iter().copied().collect();
+    let (mut add, mut exclude, mut explicit): (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) =
+        Default::default();
+    let given: Vec<String> = if gather_subset.is_empty() { vec!["all".into()] } else { gather_subset.to_vec() };
+    for subset in std::iter::once("min".to_string()).chain(given) {
+        match subset.as_str() {
+            "min" => add.extend(minimal.iter().map(|s| s.to_string())),
+            "all" => add.extend(valid.iter().map(|s| s.to_string())),
+            "!min" => exclude.extend(minimal.iter().map(|s| s.to_string())),
+            "!all" => exclude.extend(valid.difference(&minimal).map(|s| s.to_string())),
+            s if s.starts_with('!') => {
+                let s = &s[1..];
+                exclude.extend(aliases(s).into_iter().map(str::to_string));
+                exclude.insert(s.to_string());
+            }
+            s => {
+                if !valid.contains(s) {
+                    let allowed: Vec<&str> = valid.iter().copied().collect();
+                    return Err(format!(
+                        "Bad subset '{s}' given to Ansible. gather_subset options allowed: all, {}",
+                        allowed.join(", ")
+                    ));
+                }
+                explicit.insert(s.to_string());
+                add.insert(s.to_string());
+            }
+        }
+    }
+    if add.is_empty() {
+        add.extend(valid.iter().map(|s| s.to_string()));
+    }
+    let dropped: BTreeSet<String> = exclude.difference(&explicit).cloned().collect();
+    let names: Vec<String> = add.difference(&dropped).cloned().collect();
+    // Each name → the collector that gives it (a fact id names its collector), then the
+    // collectors those need.
+    let mut chosen: BTreeSet<&'static str> = BTreeSet::new();
+    for n in &names {
+        for (name, ids, _) in COLLECTORS {
+            if name == n || ids.contains(&n.as_str()) {
+                chosen.insert(name);
+            }
+        }
+    }
+    loop {
+        let more: Vec<&'static str> = COLLECTORS
+            .iter()
+            .filter(|(n, ..)| chosen.contains(n))
+            .flat_map(|(_, _, needs)| needs.iter().copied())
+            .filter(|n| !chosen.contains(n))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        chosen.extend(more);
+    }
+    Ok(chosen.into_iter().collect())
+}
+
+/// Python's fnmatch (case-sensitive on Linux: `*`, `?`, `[seq]`, `[!seq]`).
+fn fnmatch(name: &str, pattern: &str) -> bool {
+    let mut re = String::from("(?s)^");
+    let p: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                let mut j = i + 1;
+                if j < p.len() && p[j] == '!' {
+                    j += 1;
+                }
+                if j < p.len() && p[j] == ']' {
+                    j += 1;
+                }
+                while j < p.len() && p[j] != ']' {
+                    j += 1;
+                }
+                if j >= p.len() {
+                    re.push_str("\\[");
+                } else {
+                    let inner: String = p[i + 1..j].iter().collect();
+                    let inner = inner.replace('\\', "\\\\");
+                    let inner = match inner.strip_prefix('!') {
+                        Some(rest) => format!("^{rest}"),
+                        None if inner.starts_with('^') => format!("\\{inner}"),
+                        None => inner,
+                    };
+                    re.push_str(&format!("[{inner}]"));
+                    i = j;
+                }
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+        i += 1;
+    }
+    re.push('$');
+    regex::Regex::new(&re).is_ok_and(|r| r.is_match(name))
+}
+
+/// Whether `filter` keeps the fact `name` (as the collector names it: `ansible_os_family`,
+/// `gather_subset`), as ansible-core's `_filter` decides: no pattern (or `*`) keeps all; a
+/// pattern not starting with `ansible_`, `facter` or `ohai` also matches with `ansible_` before it.
+fn kept(name: &str, filter: &[String]) -> bool {
+    if filter.is_empty() || (filter.len() == 1 && filter[0] == "*") {
+        return true;
+    }
+    filter.iter().any(|f| {
+        f.is_empty()
+            || fnmatch(name, f)
+            || (!f.starts_with("ansible_")
+                && !f.starts_with("facter")
+                && !f.starts_with("ohai")
+                && fnmatch(name, &format!("ansible_{f}")))
+    })
+}
+
+/// What a gathering with these arguments keeps: the collectors' facts of `all`, filtered, and
+/// Ansible's `gather_subset` and `module_setup` facts; or the error Ansible's module fails with.
+pub fn selected(args: &SetupArgs, all: Map<String, Value>) -> Result<Map<String, Value>, String> {
+    let subset = match &args.gather_subset {
+        Some(v) => ansible_list("gather_subset", v)?,
+        None => vec!["all".into()],
+    };
+    if let Some(t) = &args.gather_timeout {
+        ansible_int("gather_timeout", t)?;
+    }
+    let filter = match &args.filter {
+        Some(v) => ansible_list("filter", v)?,
+        None => Vec::new(),
+    };
+    let chosen = collectors(&subset)?;
+    let mut out = Map::new();
+    for (k, v) in all {
+        let collector = GATHERED.iter().find(|(_, facts)| facts.contains(&k.as_str())).map(|(c, _)| *c);
+        if collector.is_some_and(|c| chosen.contains(&c)) && kept(&format!("ansible_{k}"), &filter) {
+            out.insert(k, v);
+        }
+    }
+    if kept("gather_subset", &filter) {
+        out.insert("gather_subset".into(), json!(subset));
+    }
+    if kept("module_setup", &filter) {
+        out.insert("module_setup".into(), json!(true));
+    }
+    Ok(out)
+}
 
 /// One `key=value` a line; the mapping to Ansible's names and values is done here, not there.
 /// The address logic is Ansible's: the default route's source and device (`ip -4 route get
@@ -203,7 +601,8 @@ pub fn facts_from(out: &str) -> Map<String, Value> {
     let major = version.split('.').next().unwrap_or("").to_string();
     let node = get("node");
     let mut default_ipv4 = Map::new();
-    for (k, name) in [("default_address", "address"), ("default_gateway", "gateway"), ("default_interface", "interface")]
+    for (k, name) in
+        [("default_address", "address"), ("default_gateway", "gateway"), ("default_interface", "interface")]
     {
         if !get(k).is_empty() {
             default_ipv4.insert(name.into(), json!(get(k)));
@@ -385,7 +784,12 @@ fn more_facts(m: &mut Map<String, Value>, out: &str, kv: &[(&str, &str)]) {
     }
     if let Some(v) = get("python_version").and_then(|v| v.strip_prefix("Python ")).map(str::trim) {
         let parts: Vec<&str> = v.splitn(3, '.').collect();
-        let num = |i: usize| parts.get(i).and_then(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>().ok()).unwrap_or(0);
+        let num = |i: usize| {
+            parts
+                .get(i)
+                .and_then(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         let tail = parts.get(2).map_or("", |p| p.trim_start_matches(|c: char| c.is_ascii_digit()));
         let (level, serial) = match tail.find(|c: char| c.is_ascii_digit()) {
             Some(i) => (&tail[..i], tail[i..].parse::<u64>().unwrap_or(0)),
@@ -399,7 +803,10 @@ fn more_facts(m: &mut Map<String, Value>, out: &str, kv: &[(&str, &str)]) {
         };
         m.insert("python_version".into(), json!(format!("{}.{}.{}", num(0), num(1), num(2))));
         if let Some(Value::Object(py)) = m.get_mut("python") {
-            py.insert("version".into(), json!({"major": num(0), "minor": num(1), "micro": num(2), "releaselevel": level, "serial": serial}));
+            py.insert(
+                "version".into(),
+                json!({"major": num(0), "minor": num(1), "micro": num(2), "releaselevel": level, "serial": serial}),
+            );
             py.insert("version_info".into(), json!([num(0), num(1), num(2), level, serial]));
         }
     }
@@ -432,7 +839,8 @@ fn more_facts(m: &mut Map<String, Value>, out: &str, kv: &[(&str, &str)]) {
 /// ones, and the zone's DST name as Python's time.tzname gives it (January's and July's names,
 /// the one with the larger offset).
 fn date_time(kv: &[(&str, &str)]) -> Value {
-    let get = |k: &str| kv.iter().find(|(x, _)| *x == format!("dt_{k}")).map(|(_, v)| v.to_string()).unwrap_or_default();
+    let get =
+        |k: &str| kv.iter().find(|(x, _)| *x == format!("dt_{k}")).map(|(_, v)| v.to_string()).unwrap_or_default();
     let mut d = Map::new();
     for k in ["year", "month", "weekday", "weekday_number", "weeknumber", "day", "hour", "minute", "second", "epoch"] {
         d.insert(k.into(), json!(get(k)));
@@ -504,11 +912,14 @@ fn dns<'a>(lines: impl Iterator<Item = &'a str>) -> Value {
     Value::Object(d)
 }
 
-/// The variables a gathering sets: `ansible_facts` and each fact as `ansible_X`.
+/// The variables a gathering sets: `ansible_facts` and each fact as `ansible_X` (Ansible's
+/// own `gather_subset` and `module_setup` under their names).
 pub fn fact_vars(facts: Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, v) in &facts {
-        out.insert(format!("ansible_{k}"), v.clone());
+        let name =
+            if matches!(k.as_str(), "gather_subset" | "module_setup") { k.clone() } else { format!("ansible_{k}") };
+        out.insert(name, v.clone());
     }
     out.insert("ansible_facts".into(), Value::Object(facts));
     out
@@ -517,9 +928,24 @@ pub fn fact_vars(facts: Map<String, Value>) -> Map<String, Value> {
 /// What the facts look like before they are gathered (plan-time template checks).
 pub fn placeholder_vars() -> Map<String, Value> {
     let mut f = facts_from("");
-    for k in ["memtotal_mb", "memfree_mb", "swaptotal_mb", "swapfree_mb", "processor_vcpus", "processor_count", "processor_cores",
-              "processor_threads_per_core", "processor_nproc", "uptime_seconds", "user_uid", "user_gid", "real_user_id",
-              "effective_user_id", "real_group_id", "effective_group_id"] {
+    for k in [
+        "memtotal_mb",
+        "memfree_mb",
+        "swaptotal_mb",
+        "swapfree_mb",
+        "processor_vcpus",
+        "processor_count",
+        "processor_cores",
+        "processor_threads_per_core",
+        "processor_nproc",
+        "uptime_seconds",
+        "user_uid",
+        "user_gid",
+        "real_user_id",
+        "effective_user_id",
+        "real_group_id",
+        "effective_group_id",
+    ] {
         f.insert(k.into(), json!(0));
     }
     for k in ["user_gecos", "user_dir", "user_shell", "machine_id", "python_version"] {
@@ -530,6 +956,8 @@ pub fn placeholder_vars() -> Map<String, Value> {
     // One address, so that `| first` (a node's own address) has something to give.
     f.insert("all_ipv4_addresses".into(), json!([""]));
     f.insert("python".into(), json!({"executable": "", "type": "CPython"}));
+    f.insert("gather_subset".into(), json!(["all"]));
+    f.insert("module_setup".into(), json!(true));
     fact_vars(f)
 }
 
@@ -539,6 +967,10 @@ impl Kind for SetupArgs {
     }
 
     async fn apply(&self, cx: &StepCtx<'_>, _: &Guards) -> Outcome {
+        // The arguments are checked first, as Ansible's module checks them before gathering.
+        if let Err(e) = selected(self, Map::new()) {
+            return Outcome::failed(e);
+        }
         let out = match cx.sh(&script(), None).await {
             Ok(o) => o,
             Err(o) => return o,
@@ -547,9 +979,15 @@ impl Kind for SetupArgs {
             return Outcome::failed(format!("gathering facts: {}", String::from_utf8_lossy(&out.stderr).trim()))
                 .with_output(&out);
         }
-        let facts = facts_from(&String::from_utf8_lossy(&out.stdout));
+        let facts = match selected(self, facts_from(&String::from_utf8_lossy(&out.stdout))) {
+            Ok(f) => f,
+            Err(e) => return Outcome::failed(e),
+        };
         let mut o = Outcome::ok("");
-        o.result.insert("ansible_facts".into(), Value::Object(facts.clone()));
+        // The module's result names the facts as its collectors do (`ansible_os_family`,
+        // `gather_subset`); the host's variables without the prefix under `ansible_facts`.
+        let named = fact_vars(facts.clone()).into_iter().filter(|(k, _)| k != "ansible_facts").collect();
+        o.result.insert("ansible_facts".into(), Value::Object(named));
         o.facts = Some(fact_vars(facts));
         o.commands.push("gather facts".into());
         o
@@ -559,6 +997,32 @@ impl Kind for SetupArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subsets_and_filters_choose_as_ansible_does() {
+        let names = |s: &[&str]| collectors(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(names(&["!all", "!min"]).unwrap(), Vec::<&str>::new());
+        assert_eq!(names(&["!all", "!min", "network"]).unwrap(), ["distribution", "network", "platform"]);
+        assert_eq!(names(&["!all", "!min", "os_family", "!nope"]).unwrap(), ["distribution"]);
+        // Named outright wins over its negation; `!hardware` takes its fact ids too.
+        assert_eq!(names(&["!all", "!min", "virtual", "!virtual"]).unwrap(), ["virtual"]);
+        assert!(!names(&["all", "!hardware"]).unwrap().contains(&"hardware"));
+        assert_eq!(names(&["min"]).unwrap(), names(&["!all"]).unwrap());
+        let e = names(&["distribution", " network"]).unwrap_err();
+        assert!(e.starts_with("Bad subset ' network' given to Ansible. gather_subset options allowed: all, all_ipv4_addresses, all_ipv6_addresses, apparmor,"), "{e}");
+        assert!(e.ends_with(", virtualization_tech_host, virtualization_type"), "{e}");
+        assert!(fnmatch("ansible_default_ipv4", "*ipv4*") && fnmatch("ansible_dns", "ansible_[dm]*"));
+        assert!(!fnmatch("ansible_dns", "[!a]*") && fnmatch("a[b", "a[b") && fnmatch("ab", "a?"));
+        assert!(kept("ansible_os_family", &["os_family".into()]) && !kept("module_setup", &["os*".into()]));
+        assert!(kept("gather_subset", &["".into()]) && kept("x", &[]));
+        assert_eq!(ansible_list("gather_subset", &json!("!all,network")).unwrap(), ["!all", "network"]);
+        assert_eq!(ansible_list("gather_subset", &json!(5)).unwrap(), ["5"]);
+        assert_eq!(
+            ansible_int("gather_timeout", &json!("soon")).unwrap_err(),
+            "argument 'gather_timeout' is of type str and we were unable to convert to int: \"'soon'\" cannot be converted to an int"
+        );
+        assert_eq!(ansible_int("gather_timeout", &json!("12")), Ok(12));
+    }
 
     #[test]
     fn facts_are_named_and_valued_as_ansible_does() {
@@ -586,16 +1050,34 @@ mod tests {
     #[test]
     fn cpus_dns_python_and_memory_as_ansible_counts_them() {
         // Two sockets of eight hyper-threaded cores, as /proc/cpuinfo's awk summary says it.
-        let kv = [("machine", "x86_64"), ("cpu_i", "64"), ("cpu_vid", "32"), ("cpu_mn", "32"), ("cpu_po", "32"), ("cpu_ns", "2"),
-            ("cpu_s0", "8"), ("cpu_nc", "8"), ("cpu_c0", "16"), ("nproc", "30")];
+        let kv = [
+            ("machine", "x86_64"),
+            ("cpu_i", "64"),
+            ("cpu_vid", "32"),
+            ("cpu_mn", "32"),
+            ("cpu_po", "32"),
+            ("cpu_ns", "2"),
+            ("cpu_s0", "8"),
+            ("cpu_nc", "8"),
+            ("cpu_c0", "16"),
+            ("nproc", "30"),
+        ];
         let mut m = Map::new();
         cpu_facts(&mut m, &kv);
-        let got: Vec<&Value> = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus", "processor_nproc"]
-            .iter()
-            .map(|k| &m[*k])
-            .collect();
+        let got: Vec<&Value> =
+            ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus", "processor_nproc"]
+                .iter()
+                .map(|k| &m[*k])
+                .collect();
         assert_eq!(got, [&json!(2), &json!(8), &json!(2), &json!(32), &json!(30)]);
-        let d = dns(["# generated", "nameserver 192.0.2.53", "nameserver 192.0.2.54", "search a.example b.example", "options ndots:2 rotate"].into_iter());
+        let d = dns([
+            "# generated",
+            "nameserver 192.0.2.53",
+            "nameserver 192.0.2.54",
+            "search a.example b.example",
+            "options ndots:2 rotate",
+        ]
+        .into_iter());
         assert_eq!(
             d,
             json!({"nameservers": ["192.0.2.53", "192.0.2.54"], "search": ["a.example", "b.example"], "options": {"ndots": "2", "rotate": true}})

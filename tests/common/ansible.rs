@@ -15,10 +15,12 @@ pub fn site(n: usize, fixture: &str) -> Site {
     site_with(n, fixture, super::lab::LabOptions::default())
 }
 
-/// `site` on a lab started with `opts`.
+/// `site` on a lab started with `opts` (no fixture copied where `fixture` is empty).
 pub fn site_with(n: usize, fixture: &str, opts: super::lab::LabOptions) -> Site {
     let site = Site::hosts_with(n, opts);
-    site.fixture(fixture);
+    if !fixture.is_empty() {
+        site.fixture(fixture);
+    }
     let d = site.dir().display().to_string();
     site.write(
         "ansible.cfg",

@@ -212,6 +212,9 @@ pub fn include(
     out: &mut Vec<Step>,
 ) {
     let help = "copctl reads the files such a name can give when the playbook is loaded: write part of the name literally ('setup-{{ ansible_os_family }}.yml'), set the variable in the inventory, or name the file";
+    if let Some(terms) = first_found_terms(&inherit, rel) {
+        return first_found(f, node, key, inherit, (rel, line, column), &terms, out);
+    }
     let Some(name) = parse(rel).filter(|n| n.pattern.is_some() || n.lone.is_some()) else {
         f.p.add(
             line,
@@ -285,9 +288,121 @@ pub fn include(
     gated(f, node, key, inherit, ("include_tasks", rel, (line, column)), (&name.expr, &names, &looked), read, out);
 }
 
+/// The terms of `include_tasks: "{{ lookup('first_found', NAME) }}"` where NAME is a list of
+/// names of the include's own `vars` (each a name or a name template): Ansible's first of
+/// them that is a file.
+fn first_found_terms(inherit: &Inherit, rel: &str) -> Option<Vec<String>> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r#"^\s*\{\{\s*lookup\(\s*['"](?:ansible\.builtin\.)?first_found['"]\s*,\s*([A-Za-z_]\w*)\s*\)\s*\}\}\s*$"#,
+        )
+        .expect("a valid pattern")
+    });
+    let var = RE.captures(rel)?.get(1)?.as_str().to_string();
+    match inherit.scope().get(&var)? {
+        Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string) => {
+            Some(a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+        }
+        Value::String(t) => Some(vec![t.clone()]),
+        _ => None,
+    }
+}
+
+/// `include_tasks` of the first of `terms` that is a file (the first_found lookup over the
+/// include's own list): the files each term can give (a name as written, a template's by its
+/// literal parts), each behind its gate; on a host, the first term whose name there is one of
+/// them picks it, as Ansible's lookup does.
+fn first_found(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    (rel, line, column): (&str, usize, usize),
+    terms: &[String],
+    out: &mut Vec<Step>,
+) {
+    let mut dirs = vec![f.place.task_dir.clone()];
+    if let Some(role) = &f.place.role_dir {
+        dirs.push(role.join("tasks"));
+    }
+    dirs.push(f.dir.clone());
+    dirs.dedup();
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    let mut exprs: Vec<String> = Vec::new();
+    for term in terms {
+        let Some(name) = parse(term) else {
+            f.p.add(
+                line,
+                column,
+                format!("include_tasks: first_found term '{term}' has a {{% %}} part, which is not supported"),
+                "here",
+                None,
+            );
+            return;
+        };
+        // A template is matched beside the includer (in a role, its tasks/) only, never
+        // against the file being read.
+        let near = if f.place.role_dir.is_some() { &dirs[..dirs.len() - 1] } else { &dirs[..] };
+        for d in if term.contains("{{") { near } else { &dirs[..] } {
+            let mut here = Vec::new();
+            match &name.pattern {
+                _ if !term.contains("{{") && d.join(term).is_file() => here.push((term.clone(), d.join(term))),
+                _ if !term.contains("{{") => {}
+                Some((re, depth)) => matching(d, "", *depth, re, false, &mut here),
+                None => {}
+            }
+            for (r, p) in here {
+                let reading = std::fs::canonicalize(&p).is_ok_and(|c| f.reading.contains(&c));
+                if !reading && !found.iter().any(|(x, _)| *x == r) {
+                    found.push((r, p));
+                }
+            }
+        }
+        exprs.push(name.expr);
+    }
+    let looked = format!("looked in {}", dirs.iter().map(|d| shown(d)).collect::<Vec<_>>().join(", "));
+    if found.is_empty() || found.len() > MOST {
+        f.p.add(
+            line,
+            column,
+            format!("include_tasks: no file matches the first_found terms of '{rel}' ({})", terms.join(", ")),
+            "this file",
+            Some(looked),
+        );
+        return;
+    }
+    let names: Vec<String> = found.iter().map(|(r, _)| r.clone()).collect();
+    let listed = format!("[{}]", names.iter().map(|n| quoted(n)).collect::<Vec<_>>().join(", "));
+    // The first term whose name is one of the files, as an expression the host evaluates.
+    let expr =
+        exprs.iter().rev().fold("''".to_string(), |rest, e| format!("(({e}) if (({e}) in {listed}) else ({rest}))"));
+    let tags = inherit.tags.clone();
+    let scope = inherit.scope();
+    let read = |f: &mut Front, name: &str, out: &mut Vec<Step>| {
+        let Some((_, path)) = found.iter().find(|(r, _)| r == name) else { return };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
+        let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
+        f.include_tags.push(tags.clone());
+        known::with(f, scope.clone(), |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
+        f.include_tags.pop();
+    };
+    gated(f, node, key, inherit, ("include_tasks", rel, (line, column)), (&expr, &names, &looked), read, out);
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{first_found_terms, parse};
+
+    #[test]
+    fn a_first_found_include_names_its_terms() {
+        let mut inherit = super::Inherit::default();
+        inherit.vars.insert("files".into(), serde_json::json!(["{{ ansible_os_family | lower }}.yml", "default.yml"]));
+        let terms = first_found_terms(&inherit, "{{ lookup('first_found', files)}}").unwrap();
+        assert_eq!(terms, ["{{ ansible_os_family | lower }}.yml", "default.yml"]);
+        assert!(first_found_terms(&inherit, "{{ lookup('first_found', other) }}").is_none());
+        assert!(first_found_terms(&inherit, "{{ files }}").is_none());
+    }
 
     #[test]
     fn a_name_becomes_an_expression_and_a_pattern() {

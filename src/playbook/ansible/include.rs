@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::loops::flatten_once;
 use super::node::{Key, Kind, Node};
-use super::taskfile::{Inherit, candidates, dynamic, shown, tasks_file};
+use super::taskfile::{Inherit, candidates, display_name, dynamic, dynamic_read, shown, tasks_file};
 use super::{Front, Place, include_role, known};
 use crate::playbook::Step;
 
@@ -188,15 +188,20 @@ fn include_inner(f: &mut Front, node: &Node, handler: bool, out: &mut Vec<Step>)
     if handler && kind == "include_tasks" {
         return handler_include(f, node, key, inherit, (&path, line, column), place, out);
     }
+    if kind == "include_tasks" {
+        let (tags, scope) = (inherit.tags.clone(), inherit.scope());
+        let what = format!("include_tasks {}", display_name(f, &path));
+        return dynamic_read(f, node, key, inherit, &what, None, out, |f, out| {
+            f.include_tags.push(tags);
+            known::with(f, scope, |f| tasks_file(f, &path, (line, column), kind, place, handler, out));
+            f.include_tags.pop();
+        });
+    }
     let start = out.len();
     f.include_tags.push(inherit.tags.clone());
     known::with(f, inherit.scope(), |f| tasks_file(f, &path, (line, column), kind, place, handler, out));
     f.include_tags.pop();
-    if kind == "include_tasks" {
-        dynamic(f, node, key, inherit, start, out);
-    } else {
-        inherit.apply(&mut out[start..]);
-    }
+    inherit.apply(&mut out[start..]);
 }
 
 /// An `import_tasks`/`include_tasks` entry as read: the keywords its tasks inherit, the file
@@ -451,15 +456,20 @@ fn handler_include(
     out: &mut Vec<Step>,
 ) {
     let start = out.len();
-    f.include_tags.push(inherit.tags.clone());
-    let flushes = f.flush_before.len();
-    known::with(f, inherit.scope(), |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
-    if f.flush_pending.take().is_some() || f.flush_before.len() != flushes {
-        f.flush_before.truncate(flushes);
-        f.p.add_key(key, "meta: flush_handlers in a handler's included tasks: Ansible refuses it".into(), None);
-    }
-    f.include_tags.pop();
-    dynamic(f, node, key, inherit, start, out);
+    let (tags, scope) = (inherit.tags.clone(), inherit.scope());
+    let what = format!("include_tasks {}", display_name(f, path));
+    let name = node.as_map().and_then(|m| m.iter().find(|(k, _)| k.name == "name")).and_then(|(_, v)| v.as_str());
+    let name = name.unwrap_or(&key.name).to_string();
+    dynamic_read(f, node, key, inherit, &what, Some(&name), out, |f, out| {
+        f.include_tags.push(tags);
+        let flushes = f.flush_before.len();
+        known::with(f, scope, |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
+        if f.flush_pending.take().is_some() || f.flush_before.len() != flushes {
+            f.flush_before.truncate(flushes);
+            f.p.add_key(key, "meta: flush_handlers in a handler's included tasks: Ansible refuses it".into(), None);
+        }
+        f.include_tags.pop();
+    });
     let Some(handler_name) = out.get(start).map(|s| s.name.clone()) else { return };
     for s in &mut out[start + 1..] {
         s.name = format!("{handler_name} › {}", s.name);
@@ -531,13 +541,14 @@ fn looped_include(
         let mut each = inherit.clone();
         each.params.extend(vars.clone());
         let start = out.len();
-        f.include_tags.push(inherit.tags.clone());
         let (path, place) = &files[index];
-        known::with(f, each.scope(), |f| {
-            tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out)
+        let (tags, scope) = (inherit.tags.clone(), each.scope());
+        let what = format!("include_tasks {}", display_name(f, path));
+        dynamic_read(f, node, key, each, &what, None, out, |f, out| {
+            f.include_tags.push(tags);
+            known::with(f, scope, |f| tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out));
+            f.include_tags.pop();
         });
-        f.include_tags.pop();
-        dynamic(f, node, key, each, start, out);
         if let Some(s) = out.get_mut(start) {
             s.def.vars.extend(vars);
         }
@@ -586,10 +597,13 @@ fn looped_by_host(
         let mut each = inherit.clone();
         each.params.extend(vars.clone());
         let from = out.len();
-        f.include_tags.push(inherit.tags.clone());
-        tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
-        f.include_tags.pop();
-        dynamic(f, node, key, each, from, out);
+        let tags = inherit.tags.clone();
+        let what = format!("include_tasks {}", display_name(f, path));
+        dynamic_read(f, node, key, each, &what, None, out, |f, out| {
+            f.include_tags.push(tags);
+            tasks_file(f, path, (line, column), "include_tasks", place.clone(), false, out);
+            f.include_tags.pop();
+        });
         if let Some(s) = out.get_mut(from) {
             s.def.vars.extend(vars);
         }

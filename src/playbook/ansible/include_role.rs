@@ -39,13 +39,14 @@ pub(super) fn include_role(f: &mut Front, node: &Node, key: &Key, value: &Node, 
         }
         let Some(spec) = resolved(f, &kind, spec) else { return };
         if kind == "include_role" {
-            let start = out.len();
             let mut spec = spec;
             let keywords = std::mem::take(&mut spec.keywords);
-            let public = std::mem::replace(&mut f.public_roles, false);
-            role(f, spec, out);
-            f.public_roles = public;
-            taskfile::dynamic(f, node, key, keywords, start, out);
+            let what = format!("include_role '{}'", spec.name);
+            taskfile::dynamic_read(f, node, key, keywords, &what, None, out, |f, out| {
+                let public = std::mem::replace(&mut f.public_roles, false);
+                role(f, spec, out);
+                f.public_roles = public;
+            });
         } else {
             let public = std::mem::replace(&mut f.public_roles, true);
             role(f, spec, out);
@@ -212,10 +213,9 @@ fn looped_role(
         each.vars.params.insert("item".into(), item);
         each.vars.params.insert("ansible_loop_var".into(), Value::from("item"));
         let Some(mut each) = resolved(f, kind, each) else { return };
-        let start = out.len();
         let keywords = std::mem::take(&mut each.keywords);
-        role(f, each, out);
-        taskfile::dynamic(f, node, key, keywords, start, out);
+        let what = format!("include_role '{}'", each.name);
+        taskfile::dynamic_read(f, node, key, keywords, &what, None, out, |f, out| role(f, each, out));
     }
 }
 
@@ -256,8 +256,8 @@ fn looped_by_host(
         let Some(mut each) = resolved(f, kind, each) else { return };
         let from = out.len();
         let keywords = std::mem::take(&mut each.keywords);
-        role(f, each, out);
-        taskfile::dynamic(f, node, key, keywords, from, out);
+        let what = format!("include_role '{}'", each.name);
+        taskfile::dynamic_read(f, node, key, keywords, &what, None, out, |f, out| role(f, each, out));
         let cond = format!("({expr}) | length > {index}");
         Inherit { when: vec![cond.clone()], ..Inherit::default() }.apply(&mut out[from..]);
         super::chosen::gate_before(f, cond, format!("include_role: item {index}, where there is one"), from, at, out);

@@ -226,6 +226,98 @@ fn dynamic_with(
     Inherit { tags: Vec::new(), ..inherit }.apply(&mut out[start + 1..]);
 }
 
+/// A dynamic include's file (or role), `what` (`include_tasks inc.yml`, `include_role 'r'`),
+/// read by `read` into `out`, then the include's own step (`dynamic`). Ansible reads such a
+/// file only when the run reaches the include, so what copctl cannot run in it (a module or an
+/// argument it lacks: a Windows branch of a role) does not refuse the playbook: each problem is
+/// a warning naming the include and its `when`, the file's steps are dropped, and the include's
+/// step fails, with the same words, on each host the run brings to it. Imports stay strict:
+/// they are read with their includer, as in Ansible.
+#[allow(clippy::too_many_arguments)]
+pub fn dynamic_read(
+    f: &mut Front,
+    node: &Node,
+    key: &Key,
+    inherit: Inherit,
+    what: &str,
+    handler: Option<&str>,
+    out: &mut Vec<Step>,
+    read: impl FnOnce(&mut Front, &mut Vec<Step>),
+) {
+    let start = out.len();
+    let (problems, kept) = (f.p.count(), Kept::of(f));
+    read(f, out);
+    if f.p.count() == problems {
+        return dynamic(f, node, key, inherit, start, out);
+    }
+    let errors = f.p.errors.split_off(problems);
+    out.truncate(start);
+    kept.restore(f);
+    let here = format!("{}:{}:{}", f.p.source.name, key.line, key.column);
+    let guard = match inherit.when.as_slice() {
+        [] => "no when".to_string(),
+        [one] => format!("when: {one}"),
+        many => format!("when: {}", many.iter().map(|w| format!("({w})")).collect::<Vec<_>>().join(" and ")),
+    };
+    let by = match handler {
+        Some(name) => format!("handler '{name}' ({guard}, when notified): {what}"),
+        None => format!("{what} ({guard})"),
+    };
+    let said = |e: &crate::error::Error| {
+        format!(
+            "{here}: {by}, read when the run reaches it, holds what copctl cannot run: {e} (a host that reaches it fails there)"
+        )
+    };
+    for e in &errors {
+        let w = said(e);
+        if !f.warnings.contains(&w) {
+            f.warnings.push(w);
+        }
+    }
+    let mut msg = said(&errors[0]);
+    if errors.len() > 1 {
+        msg.push_str(&format!(" (and {} more problems: see the warnings)", errors.len() - 1));
+    }
+    let msg = format!("{{% raw %}}{msg}{{% endraw %}}");
+    dynamic_checked(f, node, key, inherit, start, out, "false".into(), msg);
+}
+
+/// What reading a file adds to the front-end's state beyond its steps (handlers, topics,
+/// flushes, roles seen): put back where the file's steps are dropped.
+struct Kept {
+    flush_pending: Option<Vec<String>>,
+    lens: [usize; 7],
+}
+
+impl Kept {
+    fn of(f: &Front) -> Kept {
+        Kept {
+            flush_pending: f.flush_pending.clone(),
+            lens: [
+                f.flush_before.len(),
+                f.role_handlers.len(),
+                f.role_handlers_kept.len(),
+                f.listening.len(),
+                f.roles_seen.len(),
+                f.noop_handlers.len(),
+                f.load_time.len(),
+            ],
+        }
+    }
+
+    fn restore(self, f: &mut Front) {
+        let [a, b, c, d, e, g, h] = self.lens;
+        f.flush_pending = self.flush_pending;
+        f.flush_before.truncate(a);
+        f.role_handlers.truncate(b);
+        f.role_handlers_kept.truncate(c);
+        f.listening.truncate(d);
+        f.roles_seen.truncate(e);
+        f.noop_handlers.truncate(g);
+        f.load_time.truncate(h);
+    }
+}
+
 /// Where a relative task file is looked for: beside the file including it (in a role, its
 /// `tasks/`), then in the playbook's directory, as Ansible resolves a nested include.
 pub fn candidates(f: &Front, rel: &str) -> Vec<PathBuf> {

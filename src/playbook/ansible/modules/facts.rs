@@ -29,12 +29,19 @@ pub(super) fn set_fact(p: &mut Problems, m: Call) -> Option<Translated> {
     Translated::native("set_fact", out)
 }
 
-/// `setup`: the host's facts gathered (no argument).
+/// `setup`: the host's facts gathered, `gather_subset`, `filter` and `gather_timeout` as
+/// written (read when the step runs, as Ansible's module reads them: steps/setup.rs).
 pub(super) fn setup(p: &mut Problems, m: Call) -> Option<Translated> {
     let Call { name, node, extra, .. } = m;
-    let a = Args::new(p, name, node, extra, None);
-    a.finish(&[]);
-    Translated::native("setup", Map::new())
+    let mut a = Args::new(p, name, node, extra, None);
+    let mut out = Map::new();
+    for k in ["gather_subset", "filter", "gather_timeout"] {
+        if let Some(v) = a.value(&[k]) {
+            out.insert(k.into(), v);
+        }
+    }
+    a.finish(&["gather_subset", "filter", "gather_timeout"]);
+    Translated::native("setup", out)
 }
 
 /// `include_vars`: a variables file (or a directory of them) read, its variables set as facts.
