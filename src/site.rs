@@ -206,6 +206,13 @@ impl Site {
         Ok(pb)
     }
 
+    /// An extra variable set after the site was loaded (what the run found when it connected):
+    /// contexts made from now on see it.
+    pub fn set_extra(&mut self, name: &str, value: serde_json::Value) {
+        self.extra.insert(name.to_string(), value);
+        self.layers_cache.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     pub fn layers(&self, pb: &Playbook) -> Layers {
         Layers {
             playbook: Arc::new(pb.vars.clone()),

@@ -93,13 +93,19 @@ fn gpu_status_shows_each_nodes_devices_the_claims_and_what_to_look_at() {
     assert_eq!(dev["shareable"], false);
     assert_eq!(dev["allocated_to"][0]["claim"], "team-a/shared-gpu");
     assert_eq!(st["claims"][0]["consumers"][0], "team-a/trainer");
-    // Read-only: nothing was applied or deleted by copctl.
+    // Read-only: what copctl asked of the first server's kubectl are gets, each run the server
+    // asked whether it is Ready, then the one read.
     let calls: Vec<String> =
         c.lab().double_calls(at("cop-master-1")).into_iter().filter(|l| l.starts_with("kubectl")).collect();
-    let last: Vec<&String> = calls.iter().rev().take(2).collect();
-    assert!(
-        last.iter().all(|l| l.starts_with("kubectl get deviceclasses,resourceslices,resourceclaims,pods -A -o json")),
-        "{last:?}"
+    let last: Vec<&str> = calls.iter().rev().take(4).rev().map(String::as_str).collect();
+    assert_eq!(
+        last,
+        [
+            "kubectl get node cop-master-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            "kubectl get deviceclasses,resourceslices,resourceclaims,pods -A -o json",
+            "kubectl get node cop-master-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            "kubectl get deviceclasses,resourceslices,resourceclaims,pods -A -o json",
+        ]
     );
 }
 
@@ -356,15 +362,33 @@ fn gpu_status_shows_shareable_capacity_and_mig_partitions() {
 }
 
 #[test]
-fn gpu_status_with_the_first_server_down_is_exit_4() {
+fn gpu_status_works_through_the_next_server_when_the_first_is_dead_and_is_exit_4_with_none() {
     let mut c = gpu_cluster();
     c.lab_mut().kill(at("cop-master-1"));
-    let ran = c.test().args(["gpu", "status"]).status(4).run();
-    let stderr = regex::Regex::new(r"127\.\d+\.\d+\.\d+").unwrap().replace(&ran.stderr, "ADDR");
+    std::fs::write(c.lab().root.join("cluster/nodes/cop-master-1/ready"), "False\n").unwrap();
+    let addr = regex::Regex::new(r"127\.\d+\.\d+\.\d+").unwrap();
+    let ran = c.test().args(["gpu", "status"]).run();
+    assert!(ran.stdout.starts_with("Device classes: gpu.nvidia.com, mig.nvidia.com\n"), "{}", ran.stdout);
     assert_eq!(
-        stderr,
-        "  x cannot reach the first server, where kubectl runs: cop-master-1: unreachable: cannot connect to \
-         ADDR:22: Connection refused (os error 111)\n\n"
+        addr.replace_all(&ran.stderr, "ADDR"),
+        "note: the cluster's work (join token, kubectl, etcd) runs on cop-master-2, the first reachable Ready server \
+         (cop-master-1: unreachable: cannot connect to ADDR:22: Connection refused (os error 111))\n"
+    );
+    assert!(
+        c.lab()
+            .double_calls(at("cop-master-2"))
+            .iter()
+            .any(|l| l.starts_with("kubectl get deviceclasses,resourceslices"))
+    );
+    c.lab_mut().kill(at("cop-master-2"));
+    c.lab_mut().kill(at("cop-master-3"));
+    let ran = c.test().args(["gpu", "status"]).status(4).run();
+    assert_eq!(
+        addr.replace_all(&ran.stderr, "ADDR"),
+        "  x no server is reachable and Ready, so no kubectl can read the cluster (cop-master-1: unreachable: cannot \
+         connect to ADDR:22: Connection refused (os error 111); cop-master-2: unreachable: cannot connect to ADDR:22: \
+         Connection refused (os error 111); cop-master-3: unreachable: cannot connect to ADDR:22: Connection refused (os \
+         error 111))\n  help: check the servers (systemctl status rke2-server on each)\n\n"
     );
 }
 

@@ -52,18 +52,20 @@ fn limit_to_one_worker_changes_only_that_worker() {
         .map(|t| t["host"].as_str().unwrap())
         .collect();
     assert_eq!(mutating_hosts, BTreeSet::from(["cop-worker-3"]));
-    // The join token is read on the first server, outside the limit, read-only.
-    let token = tasks.iter().find(|t| t["step"] == "read the join token").expect("token read planned");
-    assert_eq!(token["host"], "cop-master-1");
+    // The join token is read by the worker's own step on the first server, read-only; no task
+    // of another host is planned.
+    let token = steps(&tasks, "agents", "cop-worker-3")
+        .into_iter()
+        .find(|t| t["step"] == "the cluster's join token")
+        .expect("token read planned");
+    assert_eq!(token["runs_on"], "cop-master-1");
     assert_eq!(token["read_only"], true);
-    assert_eq!(token["outside_limit"], true);
-    // Nothing outside the limit that is not read-only.
-    assert!(tasks.iter().filter(|t| t["outside_limit"] == true).all(|t| t["read_only"] == true));
-    // The worker's config waits for the token read.
+    assert!(tasks.iter().all(|t| t["outside_limit"] != true), "nothing outside the limit is needed");
+    // The worker's config comes after the token read.
     let config = steps(&tasks, "agents", "cop-worker-3").into_iter().find(|t| t["kind"] == "template").unwrap();
     assert!(ancestors(&tasks, config["id"].as_u64().unwrap()).contains(&token["id"].as_u64().unwrap()));
     // No other server and no other agent is touched.
-    assert!(tasks.iter().all(|t| t["host"].is_null() || t["host"] == "cop-worker-3" || t["host"] == "cop-master-1"));
+    assert!(tasks.iter().all(|t| t["host"].is_null() || t["host"] == "cop-worker-3"));
 }
 
 #[test]
@@ -117,16 +119,9 @@ fn plan_text_and_dot_render() {
         .stdout(
             r#"limit: cop-worker-3
 playbook rke2-install — Install RKE2 air-gapped and join the nodes (first server, then servers one at a time, then agents in batches of 50)
-  play first-server (hosts: masters[0])
-    outside --limit, read-only: cop-master-1
-        - [shell] operating system  (read-only)
-        - [set_fact] operating system facts  (read-only)
-        - [shell] rke2 running before this run  (read-only)
-        - [assert] SELinux packages named  (read-only)
-        - [shell] never downgrade  (read-only)
-        - [wait_for] wait for the join token  (read-only)
-        - [slurp] read the join token  (read-only)
-  play other-servers (hosts: masters[1:]; serial: 1; needs: first-server)
+  play first-server (hosts: the first reachable, Ready server of masters, picked when the run connects)
+    (no hosts)
+  play other-servers (hosts: masters but the first reachable, Ready server of masters, picked when the run connects; serial: 1; needs: first-server)
     (no hosts)
   play agents (hosts: workers:gpu; serial: 50; needs: first-server)
     batch 1/1
@@ -142,14 +137,15 @@ playbook rke2-install — Install RKE2 air-gapped and join the nodes (first serv
         - [package] SELinux policy for RKE2
         - [shell] never downgrade  (read-only)
         - [file] config directory
+        - [shell] the server this node joined through  (read-only)
+        - [slurp] the cluster's join token  (read-only, on cop-master-1)
         - [template] rke2 config
         - [shell] install rke2
         - [service] start rke2
         - [wait_for] wait for the join token  (read-only)
-        - [slurp] read the join token  (read-only)
         - [kube] wait until Ready  (read-only, on cop-master-1)
         - [service] restart rke2 (handler)
-25 tasks; hosts that may change: cop-worker-3
+19 tasks; hosts that may change: cop-worker-3
 "#,
         )
         .run();
@@ -253,9 +249,9 @@ fn validate_checks_every_shipped_playbook() {
             r#"note: etcd-restore not planned: playbooks/etcd-restore.yaml:24:1: play 'every server': hosts: 'etcd_snapshot' is undefined
 note: node-cordon not planned: playbooks/node-cordon.yaml:9:1: play 'cordon': hosts: 'node' is undefined
 note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: 'node' is undefined
-note: node-remove not planned: playbooks/node-remove.yaml:14:1: play 'remove': hosts: 'node' is undefined
+note: node-remove not planned: playbooks/node-remove.yaml:16:1: play 'remove': hosts: 'node' is undefined
 note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: 'node' is undefined
-ok: 9 host(s), 7 group(s), 20 playbook(s), 1142 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 20 playbook(s), 1150 planned task(s); nothing was run
 "#,
         )
         .run();

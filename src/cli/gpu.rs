@@ -39,14 +39,30 @@ fn lint_cmd(args: &GpuLintArgs) -> Result<i32> {
     Ok(if report.errors > 0 { 1 } else { 0 })
 }
 
-/// The first server, where kubectl runs.
-fn first_server(site: &Site) -> Result<String> {
-    site.inventory.group_hosts("masters").into_iter().next().ok_or_else(|| {
-        Error::with_help(
-            "the inventory has no host in the masters group: copctl reads the cluster with the first server's kubectl",
+/// The server kubectl runs on: the first reachable, Ready one of the inventory's masters.
+async fn kube_server(pool: &Pool, masters: &[String]) -> Result<(String, HostConnection)> {
+    if masters.is_empty() {
+        return Err(Error::with_help(
+            "the inventory has no host in the masters group: copctl reads the cluster with a server's kubectl",
             "list the RKE2 servers under [masters] in the inventory",
-        )
-    })
+        ));
+    }
+    let found = super::servers::ask(pool, masters, 1).await;
+    if let Some(note) = found.note(masters).filter(|_| !found.ready.is_empty()) {
+        eprintln!("note: {note}");
+    }
+    match found.ready.first() {
+        Some(s) => Ok((s.clone(), connect(pool, s).await?)),
+        None => {
+            let why: Vec<String> = found.passed_over.iter().map(|(h, w)| format!("{h}: {w}")).collect();
+            let unreachable = found.passed_over.iter().all(|(_, w)| w.starts_with("unreachable"));
+            let e = Error::with_help(
+                format!("no server is reachable and Ready, so no kubectl can read the cluster ({})", why.join("; ")),
+                "check the servers (systemctl status rke2-server on each)",
+            );
+            Err(if unreachable { e.with_kind(crate::error::ErrorKind::Unreachable) } else { e })
+        }
+    }
 }
 
 const KUBECTL_TIMEOUT: Duration = Duration::from_secs(180);
@@ -61,11 +77,11 @@ async fn connect(pool: &Pool, host: &str) -> Result<HostConnection> {
 
 fn status_cmd(cli: &Cli, args: &GpuStatusArgs) -> Result<i32> {
     let site = cli.site(&[])?;
-    let first = first_server(&site)?;
-    let pool = cli.pool(&site, std::slice::from_ref(&first), &Default::default())?;
+    let masters = super::servers::masters(&site);
+    let pool = cli.pool(&site, &masters, &Default::default())?;
     let rt = crate::runtime()?;
     let snap = rt.block_on(async {
-        let conn = connect(&pool, &first).await?;
+        let (first, conn) = kube_server(&pool, &masters).await?;
         let k = Kube { conn: &conn, timeout: KUBECTL_TIMEOUT };
         let snap = k
             .snapshot()
@@ -121,10 +137,17 @@ fn settings(site: &mut Site, first: &str, timeout: u64) -> Result<(Settings, min
 
 fn check_cmd(cli: &Cli, args: &GpuCheckArgs) -> Result<i32> {
     let mut site = cli.site(&args.extra_vars)?;
-    let first = first_server(&site)?;
+    let masters = super::servers::masters(&site);
+    let Some(first) = masters.first().cloned() else {
+        return Err(Error::with_help(
+            "the inventory has no host in the masters group: copctl reads the cluster with a server's kubectl",
+            "list the RKE2 servers under [masters] in the inventory",
+        ));
+    };
     let nodes = site.inventory.select("gpu", args.limit.as_deref()).unwrap_or_default();
     if nodes.is_empty() {
-        let all = site.inventory.group_hosts("gpu");
+        let all =
+            if site.inventory.groups.contains_key("gpu") { site.inventory.group_hosts("gpu") } else { Vec::new() };
         return Err(match &args.limit {
             // A limit naming nothing at all says so itself, with the closest names.
             Some(l) if site.inventory.select("all", Some(l)).is_err() => {
@@ -145,7 +168,7 @@ fn check_cmd(cli: &Cli, args: &GpuCheckArgs) -> Result<i32> {
         });
     }
     let (settings, ctx) = settings(&mut site, &first, args.timeout)?;
-    let pool = cli.pool(&site, std::slice::from_ref(&first), &Default::default())?;
+    let pool = cli.pool(&site, &masters, &Default::default())?;
     let local_dir = crate::inventory::site_dir(&cli.inventory_sources());
     let human = args.output == OutputFormat::Human;
     let say = |m: &str| {
@@ -154,8 +177,8 @@ fn check_cmd(cli: &Cli, args: &GpuCheckArgs) -> Result<i32> {
         }
     };
     let rt = crate::runtime()?;
-    let (results, interrupted, cleanup) = rt.block_on(async {
-        let conn = connect(&pool, &first).await?;
+    let (first, results, interrupted, cleanup) = rt.block_on(async {
+        let (first, conn) = kube_server(&pool, &masters).await?;
         let k = Kube { conn: &conn, timeout: KUBECTL_TIMEOUT };
         let work = async {
             // The image first, where containerd will pull it from: nothing is made without it.
@@ -208,7 +231,7 @@ fn check_cmd(cli: &Cli, args: &GpuCheckArgs) -> Result<i32> {
         }
         let cleanup = k.cleanup().await;
         pool.close().await;
-        Ok::<_, Error>((results, interrupted, cleanup))
+        Ok::<_, Error>((first, results, interrupted, cleanup))
     })?;
     let results = results?;
     let redactor = site.redactor();

@@ -20,6 +20,7 @@ mod node;
 mod plan;
 mod run;
 mod runs;
+mod servers;
 mod ssh_copy_id;
 mod vault;
 

@@ -120,13 +120,25 @@ pub(super) fn defaults(cli: &Cli) -> RunRequest {
 /// Loads the site with the request's extra vars, plans, and runs; returns the exit code.
 pub(super) fn execute(cli: &Cli, req: RunRequest) -> Result<i32> {
     crate::run::catch_early_signals();
-    let (site, plan) = crate::run::load_interruptibly(req.output, cli.verbose, || {
+    let (site, plan, servers) = crate::run::load_interruptibly(req.output, cli.verbose, || {
         let mut site = cli.site(&req.extra_vars)?;
         ask_missing_secrets(&mut site)?;
         let pbs = req.playbooks.iter().map(|p| site.load_playbook(p)).collect::<Result<Vec<_>>>()?;
+        let wanted = pbs.iter().any(|p| super::servers::wanted(&p.source.text));
+        let plan = crate::plan::plan(&site, pbs.clone(), req.limit.as_deref())?;
+        if !wanted || site.extra.contains_key(super::servers::VAR) {
+            return Ok((site, plan, None));
+        }
+        // The plan holds (nothing it refuses has connected anywhere): the server doing the
+        // cluster's work is asked for, and the plan made again with it, as its plays and
+        // delegations name it.
+        let servers = super::servers::ask_for(cli, &mut site)?;
         let plan = crate::plan::plan(&site, pbs, req.limit.as_deref())?;
-        Ok((site, plan))
+        Ok((site, plan, Some(servers)))
     })?;
+    if let Some(note) = servers.and_then(|s| s.note(&super::servers::masters(&site))) {
+        eprintln!("note: {note}");
+    }
     super::plan::warn_unread_keys(&site);
     for w in &plan.warnings {
         eprintln!("warning: {w}");

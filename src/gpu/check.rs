@@ -26,8 +26,7 @@ use crate::text::quote::shell_quote;
 use crate::transport::{ExecRequest, HostConnection};
 
 pub const LABEL: &str = "copctl.openmaru.io/gpu-check";
-const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
-    [ -z \"$KUBECONFIG\" ] && [ -r /etc/rancher/rke2/rke2.yaml ] && export KUBECONFIG=/etc/rancher/rke2/rke2.yaml; ";
+use crate::steps::KUBECTL_PRELUDE as PRELUDE;
 
 /// What the check needs from the site (env.yaml and the gpu-operator playbook's defaults).
 #[derive(Debug, Clone)]

@@ -92,7 +92,7 @@ pub fn text(plan: &Plan) -> String {
             pb.description.as_ref().map(|d| format!(" — {d}")).unwrap_or_default()
         );
         for (ki, play) in pb.plays.iter().enumerate() {
-            let mut attrs = vec![format!("hosts: {}", play.hosts)];
+            let mut attrs = vec![format!("hosts: {}", hosts_shown(&play.hosts))];
             if !play.serial.is_empty() {
                 attrs.push(format!(
                     "serial: {}",
@@ -196,4 +196,17 @@ fn task_line(plan: &Plan, t: &Task) -> String {
         s.push_str(&format!("  ({})", flags.join(", ")));
     }
     s
+}
+
+/// A play's hosts as the text shows them: a pattern naming the server that does the cluster's
+/// work (`kube_servers`, asked when the run connects) says so in words.
+fn hosts_shown(hosts: &str) -> String {
+    if !hosts.contains("kube_servers") {
+        return hosts.to_string();
+    }
+    let what = "the first reachable, Ready server of masters, picked when the run connects";
+    match hosts.split_once(":!") {
+        Some((group, _)) => format!("{group} but {what}"),
+        None => what.to_string(),
+    }
 }

@@ -80,7 +80,7 @@ pub struct KubeArgs {
     pub force_unmanaged: Option<Flag>,
 }
 
-pub(super) const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
+pub const PRELUDE: &str = "K=$(command -v kubectl || echo /var/lib/rancher/rke2/bin/kubectl); \
     [ -z \"$KUBECONFIG\" ] && [ -r /etc/rancher/rke2/rke2.yaml ] && export KUBECONFIG=/etc/rancher/rke2/rke2.yaml; ";
 const MARK: &str = "copctl.openmaru.io/cordoned";
 

@@ -30,6 +30,8 @@ use serde_json::{Map, Value, json};
 
 pub use args::{Flag, Mode, ModeError, Number, OneOrMany, Presence};
 pub use command::{Guards, ran_nothing};
+/// kubectl on a server: RKE2's binary where none is on PATH, RKE2's admin kubeconfig.
+pub use kube::PRELUDE as KUBECTL_PRELUDE;
 
 use crate::template::Templates;
 use crate::transport::{ExecOutput, ExecRequest, HostConnection, Pool, TransportError};

@@ -60,6 +60,12 @@ impl CopSite {
             "curl",
             "chronyc",
         ]);
+        // The nodes' addresses, as the cluster's network knows them (the rke2 double refuses a
+        // join through a server that is down).
+        let addresses: String =
+            NAMES.iter().enumerate().map(|(i, (n, _))| format!("{n} {}\n", lab.hosts[i].addr)).collect();
+        std::fs::create_dir_all(lab.root.join("cluster")).unwrap();
+        std::fs::write(lab.root.join("cluster/addresses"), addresses).unwrap();
         let mut inv = String::new();
         for group in ["masters", "workers", "gpu"] {
             inv.push_str(&format!("[{group}]\n"));
