@@ -37,7 +37,8 @@ if [ ! -f "$src/$ver/test/integration/targets/lineinfile/tasks/main.yml" ]; then
 fi
 # The collections ansible-core routes some modules to (sysctl and mount to ansible.posix,
 # modprobe and pam_limits to community.general), and the public roles the differential tests run
-# unchanged (community.mongodb's mongodb_linux: tests/ansible_public_roles.rs), taken from the
+# unchanged (community.mongodb's mongodb_linux and mongodb_repository:
+# tests/ansible_public_roles.rs), taken from the
 # `ansible` package's wheel on PyPI (Galaxy is not reachable from the test machines):
 # .peers/collections, the lab's ansible.cfg names it.
 col=.peers/collections
