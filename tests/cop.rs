@@ -343,6 +343,32 @@ fn removing_a_server_that_leaves_an_even_etcd_count_is_refused() {
 }
 
 #[test]
+fn a_preinstall_stopped_before_the_initramfs_rebuild_rebuilds_it_on_the_next_run() {
+    let c = Site::cop_cluster();
+    let gpu = NAMES.iter().position(|(n, _)| *n == "cop-gpu-1").unwrap();
+    let rebuilds = |c: &Site| c.lab().double_calls(gpu).iter().filter(|l| l.starts_with("update-initramfs")).count();
+    c.run_json(&["gpu-preinstall", "--limit", "cop-gpu-1"], 0);
+    assert_eq!(rebuilds(&c), 1);
+    assert_eq!(
+        c.lab().double_calls(gpu).iter().find(|l| l.starts_with("update-initramfs")).unwrap(),
+        "update-initramfs -u -k all"
+    );
+    // A re-run changes nothing: the initramfs is newer than the blacklist.
+    let ran = c.run_json(&["gpu-preinstall", "--limit", "cop-gpu-1"], 0);
+    assert_eq!(ran.recap()["cop-gpu-1"]["changed"], 0, "{:?}", ran.recap());
+    assert_eq!(rebuilds(&c), 1);
+    // The run stopped after writing the blacklist, before the rebuild: the initramfs is older.
+    c.lab().sh(gpu, "touch -d '2020-01-01 00:00' /boot/initrd.img-$(uname -r)");
+    let ran = c.run_json(&["gpu-preinstall", "--limit", "cop-gpu-1"], 0);
+    let rebuilt =
+        ran.events().into_iter().find(|e| e["step"] == "initramfs without nouveau" && e["event"] == "task_end");
+    assert_eq!(rebuilt.as_ref().map(|e| e["status"].clone()), Some(serde_json::json!("changed")), "{rebuilt:?}");
+    assert_eq!(rebuilds(&c), 2);
+    let ran = c.run_json(&["gpu-preinstall", "--limit", "cop-gpu-1"], 0);
+    assert_eq!(ran.recap()["cop-gpu-1"]["changed"], 0, "{:?}", ran.recap());
+}
+
+#[test]
 fn gpu_driver_and_operator_with_dra() {
     let c = installed();
     let gpu = NAMES.iter().position(|(n, _)| *n == "cop-gpu-1").unwrap();

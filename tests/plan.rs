@@ -251,7 +251,7 @@ note: node-cordon not planned: playbooks/node-cordon.yaml:9:1: play 'cordon': ho
 note: node-drain not planned: playbooks/node-drain.yaml:15:1: play 'drain': hosts: 'node' is undefined
 note: node-remove not planned: playbooks/node-remove.yaml:16:1: play 'remove': hosts: 'node' is undefined
 note: node-uncordon not planned: playbooks/node-uncordon.yaml:8:1: play 'uncordon': hosts: 'node' is undefined
-ok: 9 host(s), 7 group(s), 20 playbook(s), 1150 planned task(s); nothing was run
+ok: 9 host(s), 7 group(s), 20 playbook(s), 1152 planned task(s); nothing was run
 "#,
         )
         .run();
