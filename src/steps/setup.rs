@@ -322,46 +322,9 @@ pub fn collectors(gather_subset: &[String]) -> Result<Vec<&'static str>, String>
     Ok(chosen.into_iter().collect())
 }
 
-/// Python's fnmatch (case-sensitive on Linux: `*`, `?`, `[seq]`, `[!seq]`).
+/// Python's `fnmatch.fnmatch` on Linux (case-sensitive), the project's one translation.
 fn fnmatch(name: &str, pattern: &str) -> bool {
-    let mut re = String::from("(?s)^");
-    let p: Vec<char> = pattern.chars().collect();
-    let mut i = 0;
-    while i < p.len() {
-        match p[i] {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => {
-                let mut j = i + 1;
-                if j < p.len() && p[j] == '!' {
-                    j += 1;
-                }
-                if j < p.len() && p[j] == ']' {
-                    j += 1;
-                }
-                while j < p.len() && p[j] != ']' {
-                    j += 1;
-                }
-                if j >= p.len() {
-                    re.push_str("\\[");
-                } else {
-                    let inner: String = p[i + 1..j].iter().collect();
-                    let inner = inner.replace('\\', "\\\\");
-                    let inner = match inner.strip_prefix('!') {
-                        Some(rest) => format!("^{rest}"),
-                        None if inner.starts_with('^') => format!("\\{inner}"),
-                        None => inner,
-                    };
-                    re.push_str(&format!("[{inner}]"));
-                    i = j;
-                }
-            }
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-        i += 1;
-    }
-    re.push('$');
-    regex::Regex::new(&re).is_ok_and(|r| r.is_match(name))
+    crate::text::fnmatch::fnmatch_regex(pattern).is_ok_and(|r| r.is_match(name))
 }
 
 /// Whether `filter` keeps the fact `name` (as the collector names it: `ansible_os_family`,

@@ -274,17 +274,7 @@ pub fn include(
         return;
     }
     let names: Vec<String> = found.iter().map(|(r, _)| r.clone()).collect();
-    let tags = inherit.tags.clone();
-    let scope = inherit.scope();
-    let read = |f: &mut Front, name: &str, out: &mut Vec<Step>| {
-        let Some((_, path)) = found.iter().find(|(r, _)| r == name) else { return };
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
-        let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
-        f.include_tags.push(tags.clone());
-        known::with(f, scope.clone(), |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
-        f.include_tags.pop();
-    };
+    let read = reader(&found, inherit.tags.clone(), inherit.scope(), (line, column));
     gated(f, node, key, inherit, ("include_tasks", rel, (line, column)), (&name.expr, &names, &looked), read, out);
 }
 
@@ -376,18 +366,27 @@ fn first_found(
     // The first term whose name is one of the files, as an expression the host evaluates.
     let expr =
         exprs.iter().rev().fold("''".to_string(), |rest, e| format!("(({e}) if (({e}) in {listed}) else ({rest}))"));
-    let tags = inherit.tags.clone();
-    let scope = inherit.scope();
-    let read = |f: &mut Front, name: &str, out: &mut Vec<Step>| {
+    let read = reader(&found, inherit.tags.clone(), inherit.scope(), (line, column));
+    gated(f, node, key, inherit, ("include_tasks", rel, (line, column)), (&expr, &names, &looked), read, out);
+}
+
+/// Reads the file a name picked as the include's tasks: its own directory searched first, the
+/// include's tags and variables over them (both kinds of picked include read files so).
+fn reader(
+    found: &[(String, PathBuf)],
+    tags: Vec<String>,
+    scope: serde_json::Map<String, serde_json::Value>,
+    at: (usize, usize),
+) -> impl Fn(&mut Front, &str, &mut Vec<Step>) + '_ {
+    move |f: &mut Front, name: &str, out: &mut Vec<Step>| {
         let Some((_, path)) = found.iter().find(|(r, _)| r == name) else { return };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let search: Vec<_> = std::iter::once(dir.clone()).chain(f.place.search.iter().cloned()).collect();
         let place = Place { task_dir: dir, search, role_dir: f.place.role_dir.clone() };
         f.include_tags.push(tags.clone());
-        known::with(f, scope.clone(), |f| tasks_file(f, path, (line, column), "include_tasks", place, false, out));
+        known::with(f, scope.clone(), |f| tasks_file(f, path, at, "include_tasks", place, false, out));
         f.include_tags.pop();
-    };
-    gated(f, node, key, inherit, ("include_tasks", rel, (line, column)), (&expr, &names, &looked), read, out);
+    }
 }
 
 #[cfg(test)]
